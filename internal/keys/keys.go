@@ -1,0 +1,90 @@
+// Package keys builds the Redis key names of a queue. It is the only place
+// that knows the layout (documented in docs/keys.md).
+//
+// Every key of a queue named N carries the hash tag {N}, so all of them live
+// in one Redis Cluster slot and every script touches a single slot:
+//
+//	redelay:{N}:ready     LIST   items ready to take (pushed left, popped right)
+//	redelay:{N}:delayed   ZSET   member seq(12 hex)+ID, score due time in Unix ms
+//	redelay:{N}:items     HASH   ID -> seq(12 hex)+envelope, for delayed items
+//	redelay:{N}:seq       STRING offer counter, orders ties by offer order
+//	redelay:{N}:wake      pub/sub channel (not a key): earliest due time changed
+//
+// A child queue (the dead letters of N) keeps the parent's tag:
+// redelay:{N}:dead:ready and so on.
+package keys
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Prefix starts every key.
+const Prefix = "redelay"
+
+// MaxNameLen bounds a queue name, in bytes.
+const MaxNameLen = 200
+
+// ErrInvalidName is returned for a queue name that cannot be used.
+var ErrInvalidName = errors.New("invalid queue name")
+
+// Queue holds the key names of one queue.
+type Queue struct {
+	Name    string // the queue's name as given (child: parent name + ":" + child)
+	Ready   string
+	Delayed string
+	Items   string
+	Seq     string
+	Wake    string // pub/sub channel
+	tag     string
+	base    string
+}
+
+// New validates name and returns its keys.
+func New(name string) (Queue, error) {
+	if err := Validate(name); err != nil {
+		return Queue{}, err
+	}
+	tag := "{" + name + "}"
+	return build(name, tag, Prefix+":"+tag), nil
+}
+
+// Child returns the keys of a queue that shares q's hash tag, such as the
+// dead letters.
+func (q Queue) Child(sub string) Queue {
+	return build(q.Name+":"+sub, q.tag, q.base+":"+sub)
+}
+
+func build(name, tag, base string) Queue {
+	return Queue{
+		Name:    name,
+		Ready:   base + ":ready",
+		Delayed: base + ":delayed",
+		Items:   base + ":items",
+		Seq:     base + ":seq",
+		Wake:    base + ":wake",
+		tag:     tag,
+		base:    base,
+	}
+}
+
+// Validate reports why name cannot be a queue name: empty, longer than
+// MaxNameLen, not UTF-8, or containing braces (they would break the hash
+// tag), whitespace or control characters.
+func Validate(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidName, len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %q is not UTF-8", ErrInvalidName, name)
+	}
+	for _, r := range name {
+		if r == '{' || r == '}' || r <= ' ' || r == 0x7f {
+			return fmt.Errorf("%w: %q contains %q", ErrInvalidName, name, r)
+		}
+	}
+	return nil
+}

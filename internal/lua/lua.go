@@ -1,0 +1,47 @@
+// Package lua holds every Redis script of redelay, one file per operation,
+// embedded at build time. Each file's header lists its KEYS, ARGV and output.
+//
+// Scripts run through redis.Script: EVALSHA first, EVAL when the server
+// answers NOSCRIPT (after a restart or failover). Every key a script touches
+// is passed in KEYS and shares the queue's hash tag, so each call runs on one
+// Cluster slot.
+package lua
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed prelude.lua
+	prelude string
+	//go:embed offer.lua
+	offerSrc string
+	//go:embed push.lua
+	pushSrc string
+	//go:embed transfer.lua
+	transferSrc string
+	//go:embed remove.lua
+	removeSrc string
+)
+
+// Scripts are immutable after construction (source and SHA only). Each is
+// the shared prelude.lua followed by its own file.
+var (
+	Offer    = redis.NewScript(prelude + offerSrc)    // offer.lua
+	Push     = redis.NewScript(prelude + pushSrc)     // push.lua
+	Transfer = redis.NewScript(prelude + transferSrc) // transfer.lua
+	Remove   = redis.NewScript(prelude + removeSrc)   // remove.lua
+)
+
+// Offer statuses returned by offer.lua.
+const (
+	OfferDuplicate = 0
+	OfferPending   = 1
+	OfferReady     = 2
+)
+
+// SeqLen is the width of the sequence prefix on delayed-set members and
+// items-hash values (12 hex digits).
+const SeqLen = 12

@@ -1,0 +1,50 @@
+-- offer: add one item to the delayed set, or straight to the ready list when
+-- it is already due and nothing pending is due before it.
+--
+-- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due ms
+-- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
+-- KEYS[3] -> redelay:{q}:seq       STRING offer counter
+-- KEYS[4] -> redelay:{q}:ready     LIST
+-- ARGV[1] -> id
+-- ARGV[2] -> envelope (version byte, 16 bytes of times to fill in, rest)
+-- ARGV[3] -> "delay" or "at"
+-- ARGV[4] -> delay in ms (mode delay) or due time in Unix ms (mode at)
+-- ARGV[5] -> wake-up channel, published to when this item becomes the earliest
+--
+-- Output: {status, due ms, server now ms}
+--   status 1: pending in the delayed set; 2: pushed to the ready list;
+--   0: an item with this id is already pending (nothing changed).
+-- Due times use the server clock (TIME), so producers' clocks do not matter.
+
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
+  return {0, 0, 0}
+end
+
+local now = now_ms()
+local due
+if ARGV[3] == 'delay' then
+  due = now + tonumber(ARGV[4])
+else
+  due = tonumber(ARGV[4])
+end
+
+local env = string.sub(ARGV[2], 1, 1) .. be64(now) .. be64(due) .. string.sub(ARGV[2], 18)
+
+if due <= now then
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if head[2] == nil or tonumber(head[2]) > due then
+    redis.call('LPUSH', KEYS[4], env)
+    return {2, due, now}
+  end
+end
+
+local seq = string.format('%012x', redis.call('INCR', KEYS[3]))
+local member = seq .. ARGV[1]
+redis.call('ZADD', KEYS[1], due, member)
+redis.call('HSET', KEYS[2], ARGV[1], seq .. env)
+
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] == member then
+  redis.call('PUBLISH', ARGV[5], due)
+end
+return {1, due, now}
