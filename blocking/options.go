@@ -1,0 +1,84 @@
+package blocking
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/internal/queue"
+	"github.com/redelay/redelay/transfer"
+)
+
+// Option configures a queue at [New].
+type Option func(*options)
+
+type options struct {
+	cfg queue.Config
+	err error
+}
+
+func (o *options) fail(err error) {
+	o.err = errors.Join(o.err, err)
+}
+
+// WithCodec sets how values are encoded. Default: [codec.Msgpack].
+func WithCodec(c codec.Codec) Option {
+	return func(o *options) {
+		if c == nil {
+			o.fail(errors.New("WithCodec(nil)"))
+			return
+		}
+		o.cfg.Codec = c
+	}
+}
+
+// WithLogger sets where the queue's background work logs (transfer errors,
+// poison items). Default: slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.cfg.Logger = l }
+}
+
+// WithMaxPayloadSize bounds an encoded value, in bytes; Offer of a larger
+// value returns an error wrapping [ErrPayloadTooLarge]. Default 1 MiB; 0
+// restores the default; -1 disables the check (Redis still caps a value at
+// its proto-max-bulk-len, 512 MB by default).
+func WithMaxPayloadSize(n int) Option {
+	return func(o *options) {
+		switch {
+		case n == -1:
+			o.cfg.MaxPayload = -1
+		case n < -1:
+			o.fail(fmt.Errorf("WithMaxPayloadSize(%d): must be positive, 0 or -1", n))
+		default:
+			o.cfg.MaxPayload = n
+		}
+	}
+}
+
+// WithTransferBatchSize sets how many due items one transfer script call
+// moves at most (the transfer repeats while batches come back full).
+// Default 500; at most 5000, so one call never holds Redis for long.
+func WithTransferBatchSize(n int) Option {
+	return func(o *options) {
+		if n < 1 || n > transfer.MaxBatchSize {
+			o.fail(fmt.Errorf("WithTransferBatchSize(%d): must be 1..%d", n, transfer.MaxBatchSize))
+			return
+		}
+		o.cfg.BatchSize = n
+	}
+}
+
+// WithSweepInterval sets the longest time the transfer waits between two
+// runs when it has heard of nothing due; it bounds how late an item can be
+// when a wake-up notification is lost. Default 1 s; at least 1 ms.
+func WithSweepInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d < time.Millisecond {
+			o.fail(fmt.Errorf("WithSweepInterval(%v): must be at least 1ms", d))
+			return
+		}
+		o.cfg.Sweep = d
+	}
+}

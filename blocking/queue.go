@@ -1,0 +1,173 @@
+package blocking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/queue"
+)
+
+// Queue is a typed, Redis-backed FIFO queue of T. It is safe for concurrent
+// use by many goroutines and by many processes sharing the Redis server.
+type Queue[T any] struct {
+	core *queue.Core
+}
+
+// New returns the queue called name on rdb (any redis.UniversalClient:
+// *redis.Client, *redis.ClusterClient, a failover client, a Ring).
+//
+// New never fails: a nil client, a bad name or a bad option makes every
+// call return an error wrapping [ErrInvalidQueue] that names the problem.
+// New starts nothing; the first Take or Poll starts this process's transfer
+// of the queue's due delayed items, which runs until [Queue.Close].
+func New[T any](rdb redis.UniversalClient, name string, opts ...Option) *Queue[T] {
+	o := options{cfg: queue.Config{Codec: codec.Msgpack()}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return &Queue[T]{core: queue.New(rdb, name, o.cfg, o.err)}
+}
+
+// Name returns the queue's name.
+func (q *Queue[T]) Name() string { return q.core.Keys.Name }
+
+// Core is the queue's untyped machinery, for the other redelay packages
+// (delayed.New). Applications have no use for it.
+func (q *Queue[T]) Core() *queue.Core { return q.core }
+
+// Offer appends v to the queue, ready to take now.
+func (q *Queue[T]) Offer(ctx context.Context, v T) error {
+	if err := q.core.Err(); err != nil {
+		return err
+	}
+	env, err := q.core.Encode(queue.NewID(), v, 0, nil)
+	if err != nil {
+		return fmt.Errorf("offer %s: %w", q.Name(), err)
+	}
+	if err := lua.Push.Run(ctx, q.core.RDB, []string{q.core.Keys.Ready}, env).Err(); err != nil {
+		return fmt.Errorf("offer %s: %w", q.Name(), err)
+	}
+	return nil
+}
+
+// Take removes and returns the oldest ready item, waiting as long as ctx
+// allows for one to arrive. When ctx ends it returns ctx.Err() (test with
+// errors.Is). Delivery is at most once: an item taken by a process that then
+// crashes is gone (use Receive for at-least-once).
+//
+// An item that cannot be decoded is moved to the dead letters (and logged);
+// Take goes on to the next one.
+func (q *Queue[T]) Take(ctx context.Context) (T, error) {
+	v, _, err := q.take(ctx, time.Time{})
+	return v, err
+}
+
+// Poll is Take with a time limit: ok is false, with a nil error, when
+// timeout passes with nothing ready. Sub-second timeouts are honoured.
+func (q *Queue[T]) Poll(ctx context.Context, timeout time.Duration) (v T, ok bool, err error) {
+	if timeout < 0 {
+		return v, false, fmt.Errorf("poll %s: negative timeout %v", q.Name(), timeout)
+	}
+	return q.take(ctx, time.Now().Add(timeout))
+}
+
+func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error) {
+	var zero T
+	if err := q.core.StartTransfer(); err != nil {
+		return zero, false, err
+	}
+	for {
+		raw, err := q.pop(ctx, deadline)
+		if err != nil || raw == nil {
+			return zero, false, err
+		}
+		v, err := q.decode(raw)
+		if err == nil {
+			return v, true, nil
+		}
+		q.deadLetterPoison(ctx, raw, err)
+	}
+}
+
+// pop waits for one raw item; nil, nil when the deadline passes.
+func (q *Queue[T]) pop(ctx context.Context, deadline time.Time) ([]byte, error) {
+	// The command runs without ctx's cancellation: if go-redis aborted a
+	// blocking pop mid-reply, the popped item would be lost with the
+	// connection. The block is short instead, and ctx is checked between.
+	cmdCtx := context.WithoutCancel(ctx)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
+		}
+		block := q.core.Block()
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil, nil
+			}
+			block = min(block, left)
+		}
+		secs := strconv.FormatFloat(max(block.Seconds(), 0.001), 'f', 3, 64)
+		res, err := q.core.RDB.Do(cmdCtx, "BRPOP", q.core.Keys.Ready, secs).StringSlice()
+		switch {
+		case errors.Is(err, redis.Nil):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
+		case len(res) != 2:
+			return nil, fmt.Errorf("take %s: unexpected BRPOP reply %q", q.Name(), res)
+		}
+		return []byte(res[1]), nil
+	}
+}
+
+func (q *Queue[T]) decode(raw []byte) (T, error) {
+	var v T
+	e, err := envelope.Unmarshal(raw)
+	if err != nil {
+		return v, err
+	}
+	if err := q.core.Cfg.Codec.Unmarshal(e.Payload, &v); err != nil {
+		return v, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
+	}
+	return v, nil
+}
+
+// deadLetterPoison keeps an undecodable item, unchanged, on the dead-letter
+// list so it can be inspected, instead of returning it or losing it.
+func (q *Queue[T]) deadLetterPoison(ctx context.Context, raw []byte, reason error) {
+	dead := q.core.Keys.Child("dead").Ready
+	log := q.core.Cfg.Logger.With("queue", q.Name(), "reason", reason.Error(), "bytes", len(raw))
+	if err := q.core.RDB.LPush(context.WithoutCancel(ctx), dead, raw).Err(); err != nil {
+		log.Error("redelay: undecodable item could not be dead-lettered and is dropped", "err", err)
+		return
+	}
+	log.Warn("redelay: undecodable item moved to dead letters", "dead_letter_list", dead)
+}
+
+// Size returns the number of items ready to take.
+func (q *Queue[T]) Size(ctx context.Context) (int64, error) {
+	if err := q.core.Err(); err != nil {
+		return 0, err
+	}
+	n, err := q.core.RDB.LLen(ctx, q.core.Keys.Ready).Result()
+	if err != nil {
+		return 0, fmt.Errorf("size %s: %w", q.Name(), err)
+	}
+	return n, nil
+}
+
+// Close stops the background work this queue started in this process (the
+// transfer of due items). Items stay in Redis. Calls after Close return
+// [ErrClosed]. Closing twice is harmless.
+func (q *Queue[T]) Close() error { return q.core.Close() }

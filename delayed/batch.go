@@ -1,0 +1,69 @@
+package delayed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/queue"
+)
+
+// batchChunk is how many offers go in one pipeline round trip.
+const batchChunk = 500
+
+// OfferBatch offers every value with the same delay, in pipelined round
+// trips of a few hundred, and returns their generated IDs in order. Each
+// item is offered atomically by itself; the batch as a whole is not atomic:
+// with an error come the IDs of the items offered before the first failure
+// (items after it in the same round trip may have been offered too).
+// Values due at the same time become ready in slice order.
+func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Duration) ([]string, error) {
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	if delay < 0 {
+		return nil, fmt.Errorf("offer batch: negative delay %v: %w", delay, ErrInvalidArgument)
+	}
+	k := d.core.Keys
+	keys := []string{k.Delayed, k.Items, k.Seq, k.Ready}
+	// A pipeline sends only EVALSHA, so make sure the script is loaded.
+	if err := lua.Offer.Load(ctx, d.core.RDB).Err(); err != nil {
+		return nil, fmt.Errorf("offer batch %s: load script: %w", k.Name, err)
+	}
+	ids := make([]string, 0, len(values))
+	for start := 0; start < len(values); start += batchChunk {
+		chunk := values[start:min(start+batchChunk, len(values))]
+		chunkIDs := make([]string, len(chunk))
+		envs := make([][]byte, len(chunk))
+		for i, v := range chunk {
+			chunkIDs[i] = queue.NewID()
+			env, err := d.core.Encode(chunkIDs[i], v, 0, nil)
+			if err != nil {
+				return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, start+i, err)
+			}
+			envs[i] = env
+		}
+		pipe := d.core.RDB.Pipeline()
+		cmds := make([]*redis.Cmd, len(chunk))
+		for i := range chunk {
+			cmds[i] = lua.Offer.EvalSha(ctx, pipe, keys, chunkIDs[i], envs[i], "delay", delay.Milliseconds(), k.Wake)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		for i, cmd := range cmds {
+			err := cmd.Err()
+			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				// The server lost its scripts (restart, failover) after Load:
+				// this call did nothing, so running it again is safe.
+				err = lua.Offer.Run(ctx, d.core.RDB, keys, chunkIDs[i], envs[i], "delay", delay.Milliseconds(), k.Wake).Err()
+			}
+			if err != nil {
+				return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, start+i, err)
+			}
+			ids = append(ids, chunkIDs[i])
+		}
+	}
+	return ids, nil
+}

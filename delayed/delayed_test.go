@@ -1,0 +1,453 @@
+package delayed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/internal/redistest"
+)
+
+// item records what the producer expected: its place and its earliest due time.
+type item struct {
+	Seq      int   `msgpack:"s"`
+	NotEarly int64 `msgpack:"e"` // Unix µs before which the item must not arrive
+}
+
+func open[T any](t *testing.T, rdb redis.UniversalClient, name string, opts ...delayed.Option) (*blocking.Queue[T], *delayed.Queue[T]) {
+	t.Helper()
+	q := blocking.New[T](rdb, name)
+	dq := delayed.New(q, opts...)
+	t.Cleanup(func() {
+		_ = dq.Close()
+		_ = q.Close()
+	})
+	return q, dq
+}
+
+// Items arrive in due order, never before their due time.
+func TestDueOrderNeverEarly(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[item](t, rdb, redistest.QueueName(t))
+		const n = 60
+		delays := make([]time.Duration, n)
+		for i := range n {
+			delays[i] = time.Duration(i) * 20 * time.Millisecond // 0 .. 1.18 s
+		}
+		order := rand.Perm(n)
+		for _, i := range order {
+			// The server's clock may be up to 1 ms behind ours at ms resolution.
+			notEarly := time.Now().Add(delays[i] - time.Millisecond).UnixMicro()
+			if _, err := dq.Offer(ctx, item{Seq: i, NotEarly: notEarly}, delays[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Offering took a while: items whose delays differ by less than the
+		// offering time may legitimately swap. Compare due times instead.
+		prev := int64(0)
+		for range n {
+			v, err := q.Take(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UnixMicro()
+			if now < v.NotEarly {
+				t.Fatalf("item %d arrived %d µs early", v.Seq, v.NotEarly-now)
+			}
+			if v.NotEarly+2000 < prev { // 2 ms of slack for the ms-resolution due time
+				t.Fatalf("item %d (due %d) arrived after an item due %d µs later", v.Seq, v.NotEarly, prev-v.NotEarly)
+			}
+			prev = max(prev, v.NotEarly)
+		}
+		if n, _ := dq.Size(ctx); n != 0 {
+			t.Fatalf("pending after all arrived: %d", n)
+		}
+	})
+}
+
+// Items due at the same time become ready in offer order.
+func TestTiesKeepOfferOrder(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[int](t, rdb, redistest.QueueName(t))
+		at := time.Now().Add(400 * time.Millisecond)
+		for i := range 50 {
+			if _, err := dq.OfferAt(ctx, i, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		values := make([]int, 100)
+		for i := range values {
+			values[i] = 50 + i
+		}
+		if _, err := dq.OfferBatch(ctx, values, time.Until(at)+50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 150 {
+			v, err := q.Take(ctx)
+			if err != nil || v != i {
+				t.Fatalf("Take #%d = %d, %v", i, v, err)
+			}
+		}
+	})
+}
+
+// Lateness on an idle machine is a few milliseconds; the bound here is only a
+// sanity check (the sweep interval), the figures are logged.
+func TestLateness(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[item](t, rdb, redistest.QueueName(t))
+		const n = 200
+		for i := range n {
+			d := time.Duration(rand.IntN(2000)) * time.Millisecond
+			if _, err := dq.Offer(ctx, item{Seq: i, NotEarly: time.Now().Add(d).UnixMicro()}, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		late := make([]time.Duration, 0, n)
+		for range n {
+			v, err := q.Take(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			late = append(late, time.Since(time.UnixMicro(v.NotEarly)))
+		}
+		slices.Sort(late)
+		p50, p99, worst := late[n/2], late[n*99/100], late[n-1]
+		t.Logf("lateness over %d items: p50 %v, p99 %v, max %v", n, p50, p99, worst)
+		if worst > 2*time.Second {
+			t.Fatalf("an item was %v late", worst)
+		}
+	})
+}
+
+func TestRemove(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[string](t, rdb, redistest.QueueName(t))
+		for i := range 5 {
+			if _, err := dq.Offer(ctx, fmt.Sprint("keep-", i), 300*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id, err := dq.Offer(ctx, "cancelled", 200*time.Millisecond, delayed.WithID("order-7"))
+		if err != nil || id != "order-7" {
+			t.Fatalf("Offer WithID = %q, %v", id, err)
+		}
+		if n, _ := dq.Size(ctx); n != 6 {
+			t.Fatalf("Size = %d, want 6", n)
+		}
+		if ok, err := dq.Remove(ctx, "order-7"); !ok || err != nil {
+			t.Fatalf("Remove = %v, %v", ok, err)
+		}
+		if ok, err := dq.Remove(ctx, "order-7"); ok || err != nil {
+			t.Fatalf("second Remove = %v, %v", ok, err)
+		}
+		if ok, err := dq.Remove(ctx, "never-offered"); ok || err != nil {
+			t.Fatalf("Remove unknown = %v, %v", ok, err)
+		}
+		if _, err := dq.Remove(ctx, ""); !errors.Is(err, delayed.ErrInvalidArgument) {
+			t.Fatalf("Remove empty id = %v", err)
+		}
+		if n, _ := dq.Size(ctx); n != 5 {
+			t.Fatalf("Size after Remove = %d, want 5", n)
+		}
+		for range 5 {
+			v, err := q.Take(ctx)
+			if err != nil || v == "cancelled" {
+				t.Fatalf("Take = %q, %v", v, err)
+			}
+		}
+		if v, ok, _ := q.Poll(ctx, 300*time.Millisecond); ok {
+			t.Fatalf("a removed item was delivered: %q", v)
+		}
+		// Once moved, an item is no longer pending and cannot be removed.
+		if _, err := dq.Offer(ctx, "moved", 0, delayed.WithID("order-8")); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := dq.Remove(ctx, "order-8"); ok {
+			t.Fatal("Remove of a ready item reported true")
+		}
+	})
+}
+
+func TestDuplicateID(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[string](t, rdb, redistest.QueueName(t))
+		if _, err := dq.Offer(ctx, "first", 200*time.Millisecond, delayed.WithID("order-42")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := dq.Offer(ctx, "second", 100*time.Millisecond, delayed.WithID("order-42"))
+		if !errors.Is(err, delayed.ErrDuplicate) {
+			t.Fatalf("duplicate Offer = %v, want ErrDuplicate", err)
+		}
+		if v, err := q.Take(ctx); err != nil || v != "first" {
+			t.Fatalf("Take = %q, %v; want the first", v, err)
+		}
+		if v, ok, _ := q.Poll(ctx, 200*time.Millisecond); ok {
+			t.Fatalf("duplicate delivered: %q", v)
+		}
+		// Moved on: the ID is free again.
+		if _, err := dq.Offer(ctx, "again", 0, delayed.WithID("order-42")); err != nil {
+			t.Fatalf("re-offer after delivery = %v", err)
+		}
+		if v, err := q.Take(ctx); err != nil || v != "again" {
+			t.Fatalf("Take = %q, %v", v, err)
+		}
+	})
+}
+
+func TestInvalidArguments(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	ctx := context.Background()
+	_, dq := open[int](t, rdb, "args")
+	if _, err := dq.Offer(ctx, 1, -time.Second); !errors.Is(err, delayed.ErrInvalidArgument) {
+		t.Errorf("negative delay = %v", err)
+	}
+	if _, err := dq.Offer(ctx, 1, time.Second, delayed.WithID("")); !errors.Is(err, delayed.ErrInvalidArgument) {
+		t.Errorf("empty id = %v", err)
+	}
+	if _, err := dq.Offer(ctx, 1, time.Second, delayed.WithID(string(make([]byte, 300)))); !errors.Is(err, delayed.ErrInvalidArgument) {
+		t.Errorf("long id = %v", err)
+	}
+	if _, err := dq.OfferAt(ctx, 1, time.Time{}); !errors.Is(err, delayed.ErrInvalidArgument) {
+		t.Errorf("zero time = %v", err)
+	}
+	if _, err := dq.OfferBatch(ctx, []int{1}, -1); !errors.Is(err, delayed.ErrInvalidArgument) {
+		t.Errorf("negative batch delay = %v", err)
+	}
+	for name, d := range map[string]*delayed.Queue[int]{
+		"nil queue":   delayed.New[int](nil),
+		"nil client":  delayed.New(blocking.New[int](nil, "x")),
+		"bad name":    delayed.New(blocking.New[int](rdb, "")),
+		"bad options": delayed.New(blocking.New[int](rdb, "x", blocking.WithTransferBatchSize(-1))),
+	} {
+		_, err1 := d.Offer(ctx, 1, 0)
+		_, err2 := d.Remove(ctx, "x")
+		_, err3 := d.Size(ctx)
+		for i, err := range []error{err1, err2, err3, d.Clear(ctx)} {
+			if !errors.Is(err, delayed.ErrInvalidQueue) {
+				t.Errorf("%s: call %d = %v, want ErrInvalidQueue", name, i, err)
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Errorf("%s: Close = %v", name, err)
+		}
+	}
+}
+
+func TestClearAndClose(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[int](t, rdb, redistest.QueueName(t))
+		for i := range 10 {
+			if _, err := dq.Offer(ctx, i, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := q.Offer(ctx, 99); err != nil {
+			t.Fatal(err)
+		}
+		if err := dq.Clear(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := dq.Size(ctx); n != 0 {
+			t.Fatalf("Size after Clear = %d", n)
+		}
+		if n, _ := q.Size(ctx); n != 1 {
+			t.Fatalf("Clear touched the ready list: %d items", n)
+		}
+		if err := dq.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := dq.Close(); err != nil {
+			t.Fatalf("second Close = %v", err)
+		}
+		if _, err := dq.Offer(ctx, 1, 0); !errors.Is(err, delayed.ErrClosed) {
+			t.Fatalf("Offer after Close = %v", err)
+		}
+		// The blocking queue is still open.
+		if v, err := q.Take(ctx); err != nil || v != 99 {
+			t.Fatalf("Take = %v, %v", v, err)
+		}
+	})
+}
+
+// Three clients (as three processes would) each transfer and consume the same
+// queue: every item is delivered exactly once.
+func TestManyTransferrersExactlyOnce(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		const clients, consumersPer, perProducer = 3, 3, 400
+		const total = clients * perProducer
+		var received atomic.Int64
+		counts := make([]atomic.Int32, total)
+		var wg sync.WaitGroup
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		dqs := make([]*delayed.Queue[int], clients)
+		for c := range clients {
+			q, dq := open[int](t, redistest.NewClientLike(t, rdb), name)
+			dqs[c] = dq
+			for range consumersPer {
+				wg.Go(func() {
+					for {
+						v, err := q.Take(cctx)
+						if err != nil {
+							return
+						}
+						counts[v].Add(1)
+						if received.Add(1) == total {
+							stop()
+						}
+					}
+				})
+			}
+		}
+		for c, dq := range dqs {
+			wg.Go(func() {
+				for i := range perProducer {
+					d := time.Duration(rand.IntN(500)) * time.Millisecond
+					if _, err := dq.Offer(ctx, c*perProducer+i, d); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			stop()
+			<-done
+			t.Fatalf("only %d of %d items arrived", received.Load(), total)
+		}
+		for i := range counts {
+			if c := counts[i].Load(); c != 1 {
+				t.Errorf("item %d delivered %d times", i, c)
+			}
+		}
+	})
+}
+
+// Items offered while no process transfers stay pending, and move as soon as
+// a consumer opens the queue.
+func TestOfferedWhileNoTransferRuns(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		_, producer := open[int](t, rdb, name, delayed.WithoutTransfer())
+		for i := range 50 {
+			if _, err := producer.Offer(ctx, i, 100*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(400 * time.Millisecond) // all due, nobody transferring
+		if n, _ := producer.Size(ctx); n != 50 {
+			t.Fatalf("pending = %d, want 50 (something transferred)", n)
+		}
+		consumer := blocking.New[int](redistest.NewClientLike(t, rdb), name)
+		defer consumer.Close()
+		for i := range 50 {
+			v, err := consumer.Take(ctx)
+			if err != nil || v != i {
+				t.Fatalf("Take #%d = %d, %v", i, v, err)
+			}
+		}
+	})
+}
+
+// A spike of 100k items due at once drains completely, exactly once, in
+// bounded batches: Redis keeps answering other clients meanwhile.
+func TestSpike100k(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		const n = 100_000
+		_, producer := open[int](t, rdb, name, delayed.WithoutTransfer())
+		values := make([]int, n)
+		for i := range values {
+			values[i] = i
+		}
+		start := time.Now()
+		if _, err := producer.OfferBatch(ctx, values, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("offered %d in %v", n, time.Since(start))
+		if p, _ := producer.Size(ctx); p != n {
+			t.Fatalf("pending = %d, want %d", p, n)
+		}
+
+		// Watch Redis's responsiveness while the backlog moves.
+		probe := redistest.NewClientLike(t, rdb)
+		var worstPing atomic.Int64
+		pctx, stopProbe := context.WithCancel(ctx)
+		var probeWG sync.WaitGroup
+		probeWG.Go(func() {
+			for pctx.Err() == nil {
+				t0 := time.Now()
+				if err := probe.Do(pctx, "PING", name).Err(); err == nil {
+					worstPing.Store(max(worstPing.Load(), int64(time.Since(t0))))
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+
+		consumer := blocking.New[int](redistest.NewClientLike(t, rdb), name)
+		defer consumer.Close()
+		seen := make([]atomic.Bool, n)
+		var dup atomic.Int64
+		var got atomic.Int64
+		start = time.Now()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for got.Load() < n {
+					v, ok, err := consumer.Poll(ctx, 2*time.Second)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !ok {
+						return
+					}
+					if seen[v].Swap(true) {
+						dup.Add(1)
+					}
+					got.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		stopProbe()
+		probeWG.Wait()
+		t.Logf("drained %d in %v (%.0f items/s through Take); slowest PING meanwhile %v",
+			got.Load(), elapsed, float64(got.Load())/elapsed.Seconds(), time.Duration(worstPing.Load()))
+		if got.Load() != n || dup.Load() != 0 {
+			t.Fatalf("delivered %d of %d, %d duplicates", got.Load(), n, dup.Load())
+		}
+		if p, _ := producer.Size(ctx); p != 0 {
+			t.Fatalf("pending after drain = %d", p)
+		}
+		if w := time.Duration(worstPing.Load()); w > time.Second {
+			t.Fatalf("Redis stalled for %v during the drain", w)
+		}
+	})
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: installs redis-server and redis-cli when they
+# are missing (the tests start their own servers on loopback ports; the
+# distribution's redis service is neither needed nor used), checks
+# formatting and go vet, then runs every test with the race detector.
+#
+# Extra arguments go to `go test`, e.g. ./scripts/test.sh -run TestFoo -v
+set -euo pipefail
+
+redis_server=${REDIS_SERVER:-redis-server}
+redis_cli=${REDIS_CLI:-redis-cli}
+
+missing=()
+if ! command -v "$redis_server" >/dev/null 2>&1 || ! command -v "$redis_cli" >/dev/null 2>&1; then
+	missing+=(redis-server redis-tools)
+fi
+# The race detector needs cgo, hence a C compiler.
+if ! command -v "$(go env CC)" >/dev/null 2>&1; then
+	missing+=(gcc)
+fi
+if ((${#missing[@]} > 0)); then
+	if [[ $(id -u) -eq 0 ]]; then
+		as_root=()
+	elif command -v sudo >/dev/null 2>&1; then
+		as_root=(sudo)
+	else
+		echo "test.sh: need to install ${missing[*]} but am not root and sudo is missing" >&2
+		exit 1
+	fi
+	echo "test.sh: installing ${missing[*]}" >&2
+	"${as_root[@]}" apt-get update
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+fi
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+go version
+"$redis_server" --version
+"$redis_cli" --version
+
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	unformatted=$(git ls-files -z -- '*.go' | xargs -0 -r gofmt -l)
+else
+	unformatted=$(find . -name '*.go' -not -path './vendor/*' -print0 | xargs -0 -r gofmt -l)
+fi
+if [[ -n $unformatted ]]; then
+	echo "test.sh: these files need gofmt:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+go vet ./...
+go test -race -count=1 -timeout 15m "$@" ./...
