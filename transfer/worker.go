@@ -74,9 +74,7 @@ func (w *worker) run() {
 		case <-w.quit:
 			return
 		case <-w.wakeCh:
-			if !timer.Stop() {
-				<-timer.C
-			}
+			// Reset below discards a pending expiry (Go 1.23 timers).
 		case <-timer.C:
 		}
 	}
