@@ -1,0 +1,44 @@
+// Package delayed provides [Queue], which holds items until they fall due and
+// then hands them, in due order, to a blocking.Queue: the Redis counterpart of
+// Redisson's RDelayedQueue, with typed values and cancel by ID.
+//
+//	q := blocking.New[Order](rdb, "orders")
+//	dq := delayed.New(q)
+//	defer dq.Close()
+//
+//	id, err := dq.Offer(ctx, order, 30*time.Minute)                    // due in 30 min, server clock
+//	_, err = dq.Offer(ctx, order, 30*time.Minute, delayed.WithID("order-42"))
+//	ok, err := dq.Remove(ctx, "order-42")                              // paid: cancel the timer
+//
+//	v, err := q.Take(ctx)                                              // consumers wait on q
+//
+// # How items move
+//
+// An offered item waits in a Redis sorted set scored by its due time. A
+// transfer goroutine (package transfer) moves due items, atomically and in
+// bounded batches, to the blocking queue's list. It is event-driven: it
+// sleeps until the earliest due time and is woken through Redis pub/sub when
+// a producer offers an earlier item, with a periodic sweep (default 1 s) as
+// a safety net for lost notifications. Every process that holds a delayed
+// queue (unless [WithoutTransfer]) or takes from its blocking queue
+// transfers it; many processes transferring at once never move an item
+// twice. Items offered while no process transfers stay pending and move as
+// soon as one starts.
+//
+// # Time
+//
+// [Queue.Offer] computes the due time on the Redis server's clock, so
+// producers with skewed clocks still fire on time. [Queue.OfferAt] takes an
+// absolute time, compared with the server's clock. Items due at the same
+// millisecond become ready in offer order. An item is never ready before its
+// due time; how late it is depends on the transfer's wake-up (typically a
+// millisecond or two on an idle server) and never exceeds the sweep interval
+// when Redis is reachable.
+//
+// # IDs
+//
+// Each item has an ID, random unless given with [WithID]. While an item with
+// a given ID is pending, offering another with that ID fails with
+// [ErrDuplicate] and keeps the first; once it has moved to the blocking queue
+// the ID is free again. [Queue.Remove] cancels a pending item in O(log N).
+package delayed
