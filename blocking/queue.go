@@ -63,7 +63,7 @@ func (q *Queue[T]) Offer(ctx context.Context, v T) error {
 // Take removes and returns the oldest ready item, waiting as long as ctx
 // allows for one to arrive. When ctx ends it returns ctx.Err() (test with
 // errors.Is). Delivery is at most once: an item taken by a process that then
-// crashes is gone (use Receive for at-least-once).
+// crashes is gone.
 //
 // An item that cannot be decoded is moved to the dead letters (and logged);
 // Take goes on to the next one.
@@ -73,7 +73,8 @@ func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 }
 
 // Poll is Take with a time limit: ok is false, with a nil error, when
-// timeout passes with nothing ready. Sub-second timeouts are honoured.
+// timeout passes with nothing ready. Sub-second timeouts are honoured; a zero
+// timeout takes a ready item without waiting.
 func (q *Queue[T]) Poll(ctx context.Context, timeout time.Duration) (v T, ok bool, err error) {
 	if timeout < 0 {
 		return v, false, fmt.Errorf("poll %s: negative timeout %v", q.Name(), timeout)
@@ -112,12 +113,20 @@ func (q *Queue[T]) pop(ctx context.Context, deadline time.Time) ([]byte, error) 
 		block := q.core.Block()
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
-			if left <= 0 {
-				return nil, nil
+			if left < time.Millisecond {
+				// Out of time (or Poll(ctx, 0)): one last look, without blocking.
+				raw, err := q.core.RDB.RPop(cmdCtx, q.core.Keys.Ready).Bytes()
+				if errors.Is(err, redis.Nil) {
+					return nil, nil
+				}
+				if err != nil {
+					return nil, fmt.Errorf("take %s: %w", q.Name(), err)
+				}
+				return raw, nil
 			}
 			block = min(block, left)
 		}
-		secs := strconv.FormatFloat(max(block.Seconds(), 0.001), 'f', 3, 64)
+		secs := strconv.FormatFloat(block.Seconds(), 'f', 3, 64)
 		res, err := q.core.RDB.Do(cmdCtx, "BRPOP", q.core.Keys.Ready, secs).StringSlice()
 		switch {
 		case errors.Is(err, redis.Nil):

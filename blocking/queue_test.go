@@ -71,6 +71,16 @@ func TestPoll(t *testing.T) {
 		if err != nil || !ok || v != "late" {
 			t.Fatalf("Poll = %q, %v, %v", v, ok, err)
 		}
+		// A zero timeout is a non-blocking take.
+		if _, ok, err := q.Poll(ctx, 0); ok || err != nil {
+			t.Fatalf("Poll(0) on an empty queue = %v, %v", ok, err)
+		}
+		if err := q.Offer(ctx, "ready"); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok, err := q.Poll(ctx, 0); !ok || err != nil || v != "ready" {
+			t.Fatalf("Poll(0) with an item ready = %q, %v, %v", v, ok, err)
+		}
 		if _, _, err := q.Poll(ctx, -time.Second); err == nil {
 			t.Fatal("Poll with a negative timeout returned no error")
 		}

@@ -1,0 +1,104 @@
+package blocking_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/codec"
+)
+
+func ExampleNew() {
+	mr, err := miniredis.Run() // an embedded server; use your Redis in production
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "greetings")
+	defer q.Close()
+
+	for _, s := range []string{"hello", "world"} {
+		if err := q.Offer(ctx, s); err != nil {
+			panic(err)
+		}
+	}
+	n, _ := q.Size(ctx)
+	fmt.Println("ready:", n)
+	for range n {
+		s, err := q.Take(ctx) // first in, first out
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(s)
+	}
+	// Output:
+	// ready: 2
+	// hello
+	// world
+}
+
+func ExampleQueue_Poll() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[int](rdb, "jobs")
+	defer q.Close()
+
+	// Nothing arrives within the timeout: ok is false, and err is nil.
+	v, ok, err := q.Poll(ctx, 100*time.Millisecond)
+	fmt.Println(v, ok, err)
+
+	if err := q.Offer(ctx, 42); err != nil {
+		panic(err)
+	}
+	v, ok, err = q.Poll(ctx, 100*time.Millisecond)
+	fmt.Println(v, ok, err)
+	// Output:
+	// 0 false <nil>
+	// 42 true <nil>
+}
+
+// Values are encoded with msgpack unless told otherwise. JSON makes them
+// readable in redis-cli and by programs in other languages.
+func ExampleWithCodec() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	type Email struct {
+		To      string `json:"to"`
+		Subject string `json:"subject"`
+	}
+	ctx := context.Background()
+	q := blocking.New[Email](rdb, "emails", blocking.WithCodec(codec.JSON()))
+	defer q.Close()
+
+	if err := q.Offer(ctx, Email{To: "ada@example.com", Subject: "Your order shipped"}); err != nil {
+		panic(err)
+	}
+	e, err := q.Take(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%+v\n", e)
+	// Output:
+	// {To:ada@example.com Subject:Your order shipped}
+}

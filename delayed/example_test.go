@@ -1,0 +1,162 @@
+package delayed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/delayed"
+)
+
+// Items offered with delays out of order are taken in due order.
+func ExampleNew() {
+	mr, err := miniredis.Run() // an embedded server; use your Redis in production
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "reminders") // where due items are taken from
+	defer q.Close()
+	dq := delayed.New(q) // where items wait until due
+	defer dq.Close()
+
+	for _, it := range []struct {
+		msg   string
+		delay time.Duration
+	}{
+		{"third", 200 * time.Millisecond},
+		{"first", 0},
+		{"second", 100 * time.Millisecond},
+	} {
+		if _, err := dq.Offer(ctx, it.msg, it.delay); err != nil {
+			panic(err)
+		}
+	}
+	for range 3 {
+		msg, err := q.Take(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(msg)
+	}
+	// Output:
+	// first
+	// second
+	// third
+}
+
+// An item offered with an ID of one's own can be cancelled before it falls
+// due, for instance when the order it would close gets paid.
+func ExampleQueue_Remove() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "order-timeouts")
+	defer q.Close()
+	dq := delayed.New(q)
+	defer dq.Close()
+
+	for _, orderID := range []string{"order-1", "order-2"} {
+		if _, err := dq.Offer(ctx, orderID, 100*time.Millisecond, delayed.WithID(orderID)); err != nil {
+			panic(err)
+		}
+	}
+
+	removed, err := dq.Remove(ctx, "order-1") // order-1 got paid
+	fmt.Println("removed order-1:", removed, err)
+	removed, err = dq.Remove(ctx, "order-1")
+	fmt.Println("removed again:", removed, err)
+
+	orderID, err := q.Take(ctx)
+	fmt.Println("due:", orderID, err)
+	_, ok, err := q.Poll(ctx, 200*time.Millisecond)
+	fmt.Println("anything else:", ok, err)
+	// Output:
+	// removed order-1: true <nil>
+	// removed again: false <nil>
+	// due: order-2 <nil>
+	// anything else: false <nil>
+}
+
+// While an item with an ID is pending, a second offer with that ID is
+// refused and the first item is kept.
+func ExampleWithID() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "invoices")
+	defer q.Close()
+	dq := delayed.New(q)
+	defer dq.Close()
+
+	id, err := dq.Offer(ctx, "remind INV-7", time.Hour, delayed.WithID("INV-7"))
+	fmt.Println(id, err)
+
+	_, err = dq.Offer(ctx, "remind INV-7 again", time.Hour, delayed.WithID("INV-7"))
+	fmt.Println("duplicate:", errors.Is(err, delayed.ErrDuplicate))
+
+	n, _ := dq.Size(ctx)
+	fmt.Println("pending:", n)
+	// Output:
+	// INV-7 <nil>
+	// duplicate: true
+	// pending: 1
+}
+
+// OfferBatch offers many values with one delay in few round trips; they
+// become ready in slice order.
+func ExampleQueue_OfferBatch() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "newsletter")
+	defer q.Close()
+	dq := delayed.New(q)
+	defer dq.Close()
+
+	ids, err := dq.OfferBatch(ctx, []string{"ada", "grace", "linus"}, 100*time.Millisecond)
+	if err != nil {
+		panic(err)
+	}
+	n, _ := dq.Size(ctx)
+	fmt.Println("offered:", len(ids), "pending:", n)
+	for range ids {
+		name, err := q.Take(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("send to", name)
+	}
+	// Output:
+	// offered: 3 pending: 3
+	// send to ada
+	// send to grace
+	// send to linus
+}
