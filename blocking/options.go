@@ -82,3 +82,34 @@ func WithSweepInterval(d time.Duration) Option {
 		o.cfg.Sweep = d
 	}
 }
+
+// WithVisibilityTimeout sets how long an item received with Receive (or
+// Consume) stays leased to its receiver. If it is neither acked nor nacked
+// by then (the consumer crashed, hung, or lost its connection), it becomes
+// ready again for another consumer, with Attempt+1. Pick it above the
+// longest normal handling time; Consume extends leases while a handler runs,
+// so there it only bounds how soon a crashed consumer's items come back.
+// Default 30 s; at least 10 ms.
+func WithVisibilityTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d < 10*time.Millisecond {
+			o.fail(fmt.Errorf("WithVisibilityTimeout(%v): must be at least 10ms", d))
+			return
+		}
+		o.cfg.Visibility = d
+	}
+}
+
+// WithMaxAttempts sets how many deliveries an item gets: when delivery n
+// fails (Nack, a handler error, or an expired lease) and n >= max, the item
+// goes to the dead letters with the last error instead of being retried.
+// Default 10; at least 1.
+func WithMaxAttempts(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			o.fail(fmt.Errorf("WithMaxAttempts(%d): must be at least 1", n))
+			return
+		}
+		o.cfg.MaxAttempts = n
+	}
+}

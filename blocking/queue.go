@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,9 @@ import (
 // use by many goroutines and by many processes sharing the Redis server.
 type Queue[T any] struct {
 	core *queue.Core
+
+	deadOnce sync.Once
+	dead     *Queue[T]
 }
 
 // New returns the queue called name on rdb (any redis.UniversalClient:
@@ -152,12 +156,14 @@ func (q *Queue[T]) decode(raw []byte) (T, error) {
 	return v, nil
 }
 
-// deadLetterPoison keeps an undecodable item, unchanged, on the dead-letter
-// list so it can be inspected, instead of returning it or losing it.
+// deadLetterPoison keeps an undecodable item on the dead-letter list, with
+// the reason in its headers when its envelope is readable (unchanged
+// otherwise), instead of returning it or losing it.
 func (q *Queue[T]) deadLetterPoison(ctx context.Context, raw []byte, reason error) {
-	dead := q.core.Keys.Child("dead").Ready
-	log := q.core.Cfg.Logger.With("queue", q.Name(), "reason", reason.Error(), "bytes", len(raw))
-	if err := q.core.RDB.LPush(context.WithoutCancel(ctx), dead, raw).Err(); err != nil {
+	dead := q.core.Keys.Dead().Ready
+	out, id := envelope.WithError(raw, reason.Error())
+	log := q.core.Cfg.Logger.With("queue", q.Name(), "id", id, "reason", reason.Error(), "bytes", len(raw))
+	if err := q.core.RDB.LPush(context.WithoutCancel(ctx), dead, out).Err(); err != nil {
 		log.Error("redelay: undecodable item could not be dead-lettered and is dropped", "err", err)
 		return
 	}
@@ -176,7 +182,14 @@ func (q *Queue[T]) Size(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Close stops the background work this queue started in this process (the
-// transfer of due items). Items stay in Redis. Calls after Close return
-// [ErrClosed]. Closing twice is harmless.
-func (q *Queue[T]) Close() error { return q.core.Close() }
+// Close stops the background work this queue (and its DeadLetters queue)
+// started in this process: the transfer of due items and the reclaiming of
+// expired leases. Items stay in Redis, leased ones included: they come back
+// after their visibility timeout. Calls after Close return [ErrClosed].
+// Closing twice is harmless. Close does not wait for a running Consume: end
+// its context first.
+func (q *Queue[T]) Close() error {
+	q.DeadLetters() // so that a later DeadLetters call sees a closed queue
+	_ = q.dead.core.Close()
+	return q.core.Close()
+}

@@ -20,6 +20,9 @@ const (
 	DefaultSweep     = time.Second
 	// MaxBatchSize bounds a batch: the script unpacks its results.
 	MaxBatchSize = 5000
+	// DefaultMaxAttempts is how many deliveries an item gets before the
+	// reclaimer dead-letters it when its lease expires once more.
+	DefaultMaxAttempts = 10
 )
 
 // Target is one queue to transfer.
@@ -28,6 +31,9 @@ type Target struct {
 	BatchSize int           // items per script call; 0 means DefaultBatchSize
 	Sweep     time.Duration // longest wait between runs; 0 means DefaultSweep
 	Logger    *slog.Logger  // nil means slog.Default()
+	// MaxAttempts: an item whose lease expires after this many deliveries
+	// is dead-lettered instead of made ready again. 0 means DefaultMaxAttempts.
+	MaxAttempts int
 }
 
 // registry holds the one Service per client. It is the only package-level
@@ -72,6 +78,12 @@ func Register(rdb redis.UniversalClient, t Target) (*Registration, error) {
 	}
 	if t.Logger == nil {
 		t.Logger = slog.Default()
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = DefaultMaxAttempts
+	}
+	if t.MaxAttempts < 1 {
+		return nil, fmt.Errorf("transfer: max attempts %d below 1", t.MaxAttempts)
 	}
 
 	// Clients of a comparable type (every go-redis client is a pointer) share

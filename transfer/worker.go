@@ -80,8 +80,9 @@ func (w *worker) run() {
 	}
 }
 
-// drain moves due items until a batch comes back short, then returns how
-// long to sleep before the next item is due (at most the sweep interval).
+// drain moves due items until a batch comes back short, reclaims expired
+// leases, then returns how long to sleep before the next item falls due or
+// lease expires (at most the sweep interval).
 func (w *worker) drain(ctx context.Context) (time.Duration, error) {
 	k := w.t.Keys
 	for {
@@ -101,19 +102,20 @@ func (w *worker) drain(ctx context.Context) (time.Duration, error) {
 		if moved >= int64(w.t.BatchSize) {
 			continue // a full batch: more may be due
 		}
-		if next < 0 {
-			return w.t.Sweep, nil
+		wait := w.t.Sweep
+		if next >= 0 {
+			wait = min(wait, time.Duration(next-now)*time.Millisecond)
 		}
-		wait := time.Duration(next-now) * time.Millisecond
-		switch {
-		case wait <= 0:
-			// Due already (it arrived between the two reads, or within this
-			// millisecond): go again after the smallest pause.
-			wait = time.Millisecond
-		case wait > w.t.Sweep:
-			wait = w.t.Sweep
+		lease, err := w.reclaim(ctx)
+		if err != nil {
+			return 0, err
 		}
-		return wait, nil
+		if lease >= 0 {
+			wait = min(wait, lease)
+		}
+		// Due already (it arrived between two reads, or within this
+		// millisecond): go again after the smallest pause.
+		return max(wait, time.Millisecond), nil
 	}
 }
 

@@ -38,6 +38,10 @@ const (
 	offAttempt  = 17
 )
 
+// HeaderError is the header holding the last failure of an item: the error
+// a handler returned, or why it was dead-lettered.
+const HeaderError = "redelay-error"
+
 // Limits that keep a corrupt length from allocating wildly.
 const (
 	maxHeaders = 1024
@@ -165,4 +169,30 @@ func fromMs(v uint64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(v))
+}
+
+// WithError returns raw with HeaderError set to reason, and the item's ID.
+// Bytes that are not a readable envelope come back unchanged, with no ID:
+// they are kept as they are for inspection.
+func WithError(raw []byte, reason string) (out []byte, id string) {
+	e, err := Unmarshal(raw)
+	if err != nil {
+		return raw, ""
+	}
+	h := make(map[string]string, len(e.Headers)+1)
+	for k, v := range e.Headers {
+		h[k] = v
+	}
+	h[HeaderError] = reason
+	e.Headers = h
+	return e.Marshal(), e.ID
+}
+
+// Attempt reads the attempt counter of an encoded envelope from its fixed
+// header, or 0 when the bytes are not a readable version-1 header.
+func Attempt(raw []byte) int {
+	if len(raw) < HeaderLen || raw[0] != Version {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(raw[offAttempt:]))
 }

@@ -8,6 +8,8 @@
 //	redelay:{N}:delayed   ZSET   member seq(12 hex)+ID, score due time in Unix ms
 //	redelay:{N}:items     HASH   ID -> seq(12 hex)+envelope, for delayed items
 //	redelay:{N}:seq       STRING offer counter, orders ties by offer order
+//	redelay:{N}:leases    ZSET   lease token -> lease deadline in Unix ms
+//	redelay:{N}:inflight  HASH   lease token -> envelope of a received item
 //	redelay:{N}:wake      pub/sub channel (not a key): earliest due time changed
 //
 // A child queue (the dead letters of N) keeps the parent's tag:
@@ -31,14 +33,16 @@ var ErrInvalidName = errors.New("invalid queue name")
 
 // Queue holds the key names of one queue.
 type Queue struct {
-	Name    string // the queue's name as given (child: parent name + ":" + child)
-	Ready   string
-	Delayed string
-	Items   string
-	Seq     string
-	Wake    string // pub/sub channel
-	tag     string
-	base    string
+	Name     string // the queue's name as given (child: parent name + ":" + child)
+	Ready    string
+	Delayed  string
+	Items    string
+	Seq      string
+	Leases   string
+	Inflight string
+	Wake     string // pub/sub channel
+	tag      string
+	base     string
 }
 
 // New validates name and returns its keys.
@@ -56,16 +60,21 @@ func (q Queue) Child(sub string) Queue {
 	return build(q.Name+":"+sub, q.tag, q.base+":"+sub)
 }
 
+// Dead returns the keys of q's dead-letter queue.
+func (q Queue) Dead() Queue { return q.Child("dead") }
+
 func build(name, tag, base string) Queue {
 	return Queue{
-		Name:    name,
-		Ready:   base + ":ready",
-		Delayed: base + ":delayed",
-		Items:   base + ":items",
-		Seq:     base + ":seq",
-		Wake:    base + ":wake",
-		tag:     tag,
-		base:    base,
+		Name:     name,
+		Ready:    base + ":ready",
+		Delayed:  base + ":delayed",
+		Items:    base + ":items",
+		Seq:      base + ":seq",
+		Leases:   base + ":leases",
+		Inflight: base + ":inflight",
+		Wake:     base + ":wake",
+		tag:      tag,
+		base:     base,
 	}
 }
 

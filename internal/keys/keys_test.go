@@ -12,10 +12,11 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	if q.Ready != "redelay:{orders}:ready" || q.Delayed != "redelay:{orders}:delayed" ||
-		q.Items != "redelay:{orders}:items" || q.Seq != "redelay:{orders}:seq" || q.Wake != "redelay:{orders}:wake" {
+		q.Items != "redelay:{orders}:items" || q.Seq != "redelay:{orders}:seq" ||
+		q.Leases != "redelay:{orders}:leases" || q.Inflight != "redelay:{orders}:inflight" || q.Wake != "redelay:{orders}:wake" {
 		t.Fatalf("unexpected layout: %+v", q)
 	}
-	d := q.Child("dead")
+	d := q.Dead()
 	if d.Ready != "redelay:{orders}:dead:ready" || d.Name != "orders:dead" || d.Wake != "redelay:{orders}:dead:wake" {
 		t.Fatalf("unexpected child layout: %+v", d)
 	}

@@ -24,6 +24,18 @@ var (
 	transferSrc string
 	//go:embed remove.lua
 	removeSrc string
+	//go:embed receive.lua
+	receiveSrc string
+	//go:embed ack.lua
+	ackSrc string
+	//go:embed extend.lua
+	extendSrc string
+	//go:embed nack.lua
+	nackSrc string
+	//go:embed reclaim.lua
+	reclaimSrc string
+	//go:embed redrive.lua
+	redriveSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -33,6 +45,12 @@ var (
 	Push     = redis.NewScript(prelude + pushSrc)     // push.lua
 	Transfer = redis.NewScript(prelude + transferSrc) // transfer.lua
 	Remove   = redis.NewScript(prelude + removeSrc)   // remove.lua
+	Receive  = redis.NewScript(prelude + receiveSrc)  // receive.lua
+	Ack      = redis.NewScript(prelude + ackSrc)      // ack.lua
+	Extend   = redis.NewScript(prelude + extendSrc)   // extend.lua
+	Nack     = redis.NewScript(prelude + nackSrc)     // nack.lua
+	Reclaim  = redis.NewScript(prelude + reclaimSrc)  // reclaim.lua
+	Redrive  = redis.NewScript(prelude + redriveSrc)  // redrive.lua
 )
 
 // Offer statuses returned by offer.lua.
@@ -40,6 +58,14 @@ const (
 	OfferDuplicate = 0
 	OfferPending   = 1
 	OfferReady     = 2
+)
+
+// Nack outcomes returned by nack.lua.
+const (
+	NackLeaseLost = 0
+	NackPending   = 1
+	NackReady     = 2
+	NackDead      = 3
 )
 
 // SeqLen is the width of the sequence prefix on delayed-set members and

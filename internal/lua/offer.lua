@@ -29,22 +29,4 @@ else
 end
 
 local env = string.sub(ARGV[2], 1, 1) .. be64(now) .. be64(due) .. string.sub(ARGV[2], 18)
-
-if due <= now then
-  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  if head[2] == nil or tonumber(head[2]) > due then
-    redis.call('LPUSH', KEYS[4], env)
-    return {2, due, now}
-  end
-end
-
-local seq = string.format('%012x', redis.call('INCR', KEYS[3]))
-local member = seq .. ARGV[1]
-redis.call('ZADD', KEYS[1], due, member)
-redis.call('HSET', KEYS[2], ARGV[1], seq .. env)
-
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)
-if head[1] == member then
-  redis.call('PUBLISH', ARGV[5], due)
-end
-return {1, due, now}
+return {schedule(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], env, due, now, ARGV[5]), due, now}

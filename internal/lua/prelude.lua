@@ -16,3 +16,90 @@ local function be64(n)
   return string.char(unpack(b))
 end
 
+-- be32 encodes a non-negative integer as 4 big-endian bytes.
+local function be32(n)
+  local b = {}
+  for i = 4, 1, -1 do
+    b[i] = n % 256
+    n = math.floor(n / 256)
+  end
+  return string.char(unpack(b))
+end
+
+-- read_be32 decodes 4 big-endian bytes of s starting at pos.
+local function read_be32(s, pos)
+  local a, b, c, d = string.byte(s, pos, pos + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+-- Envelope header (docs/format.md): version byte, enqueued ms, due ms,
+-- attempt; the ID follows as uvarint length + bytes.
+local ENV_VERSION = 1
+local ENV_HEADER = 21
+local ENV_ATTEMPT = 18 -- 1-based position of the attempt field
+
+-- envelope_id returns the ID of an envelope, or nil and why it is unreadable.
+local function envelope_id(env)
+  if string.byte(env, 1) ~= ENV_VERSION then
+    return nil, 'unknown envelope version ' .. tostring(string.byte(env, 1))
+  end
+  if #env <= ENV_HEADER then
+    return nil, 'envelope too short'
+  end
+  local len, shift, pos = 0, 1, ENV_HEADER + 1
+  while true do
+    local byte = string.byte(env, pos)
+    if byte == nil or pos > ENV_HEADER + 5 then
+      return nil, 'bad ID length'
+    end
+    len = len + (byte % 128) * shift
+    shift = shift * 128
+    pos = pos + 1
+    if byte < 128 then
+      break
+    end
+  end
+  if pos + len - 1 > #env then
+    return nil, 'ID overruns envelope'
+  end
+  return string.sub(env, pos, pos + len - 1)
+end
+
+-- attempt_of reads the attempt counter of an envelope.
+local function attempt_of(env)
+  return read_be32(env, ENV_ATTEMPT)
+end
+
+-- with_attempt returns env with its attempt counter set to n.
+local function with_attempt(env, n)
+  return string.sub(env, 1, ENV_ATTEMPT - 1) .. be32(n) .. string.sub(env, ENV_ATTEMPT + 4)
+end
+
+-- with_due returns env with its due time set to due (ms).
+local function with_due(env, due)
+  return string.sub(env, 1, 9) .. be64(due) .. string.sub(env, 18)
+end
+
+-- schedule puts env, due at due (ms), into a queue's delayed set under the
+-- items-hash field `field`, or straight onto the ready list when it is due
+-- and nothing pending is due before it. Publishes on channel when the item
+-- becomes the earliest pending one. Returns 1 (pending) or 2 (ready).
+local function schedule(kDelayed, kItems, kSeq, kReady, field, env, due, now, channel)
+  if due <= now then
+    local head = redis.call('ZRANGE', kDelayed, 0, 0, 'WITHSCORES')
+    if head[2] == nil or tonumber(head[2]) > due then
+      redis.call('LPUSH', kReady, env)
+      return 2
+    end
+  end
+  local seq = string.format('%012x', redis.call('INCR', kSeq))
+  local member = seq .. field
+  redis.call('ZADD', kDelayed, due, member)
+  redis.call('HSET', kItems, field, seq .. env)
+  local head = redis.call('ZRANGE', kDelayed, 0, 0)
+  if head[1] == member then
+    redis.call('PUBLISH', channel, due)
+  end
+  return 1
+end
+

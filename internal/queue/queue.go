@@ -43,7 +43,18 @@ type Config struct {
 	MaxPayload int
 	BatchSize  int
 	Sweep      time.Duration
+	// Visibility is how long a received item stays leased to its receiver.
+	Visibility time.Duration
+	// MaxAttempts is how many deliveries an item gets before it is
+	// dead-lettered.
+	MaxAttempts int
 }
+
+// Defaults for at-least-once delivery.
+const (
+	DefaultVisibility  = 30 * time.Second
+	DefaultMaxAttempts = transfer.DefaultMaxAttempts
+)
 
 // Core is one queue's shared machinery.
 type Core struct {
@@ -67,6 +78,12 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 	}
 	if cfg.MaxPayload == 0 {
 		c.Cfg.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.Visibility == 0 {
+		c.Cfg.Visibility = DefaultVisibility
+	}
+	if cfg.MaxAttempts == 0 {
+		c.Cfg.MaxAttempts = DefaultMaxAttempts
 	}
 	k, err := keys.New(name)
 	switch {
@@ -186,6 +203,7 @@ func (c *Core) Register() (*transfer.Registration, error) {
 func (c *Core) register() (*transfer.Registration, error) {
 	r, err := transfer.Register(c.RDB, transfer.Target{
 		Keys: c.Keys, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
+		MaxAttempts: c.Cfg.MaxAttempts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)

@@ -3,6 +3,7 @@ package redistest
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -178,7 +179,11 @@ func Miniredis(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
 // with status 1; otherwise it exits with the status of the tests.
 //
 //	func TestMain(m *testing.M) { redistest.Run(m) }
+//
+// The default slog logger is set to errors only: the library logs expected
+// warnings (dead letters, reclaims) that would drown test output.
 func Run(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	code := m.Run()
 	if err := stopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "redistest: stopping shared servers: %v\n", err)

@@ -1,0 +1,203 @@
+package blocking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/lua"
+)
+
+// Delivery is an item received with [Queue.Receive]: the value and its
+// metadata, leased to the receiver until it calls Ack or Nack or the
+// visibility timeout passes.
+type Delivery[T any] struct {
+	ID         string            // the item's ID (generated, or delayed.WithID)
+	Value      T                 // the decoded value
+	Attempt    int               // 1 on first delivery, +1 on each redelivery
+	EnqueuedAt time.Time         // when it was first offered (Redis server clock)
+	DueAt      time.Time         // when it became due (Redis server clock)
+	Headers    map[string]string // metadata; HeaderError holds the last failure
+
+	q     *Queue[T]
+	token string
+	env   envelope.Envelope
+}
+
+// Receive waits for the oldest ready item and leases it to the caller for
+// the visibility timeout (WithVisibilityTimeout): delivery is at least once.
+// Settle it with Ack when done, or Nack to retry later; if neither happens
+// in time, the item becomes ready again with Attempt+1. When ctx ends,
+// Receive returns ctx.Err() (test with errors.Is).
+//
+// Items that cannot be decoded are moved to the dead letters with the reason
+// and logged; Receive goes on to the next one.
+func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
+	if err := q.core.StartTransfer(); err != nil {
+		return nil, err
+	}
+	cmdCtx := context.WithoutCancel(ctx) // see pop: never abandon a reply
+	k := q.core.Keys
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
+		}
+		res, err := lua.Receive.Run(cmdCtx, q.core.RDB,
+			[]string{k.Ready, k.Leases, k.Inflight, k.Seq, k.Dead().Ready},
+			q.core.Cfg.Visibility.Milliseconds()).StringSlice()
+		if errors.Is(err, redis.Nil) {
+			if err := q.waitReady(cmdCtx); err != nil {
+				return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
+		}
+		if len(res) == 2 && res[0] == "" {
+			q.core.Cfg.Logger.Warn("redelay: unreadable item moved to dead letters",
+				"queue", q.Name(), "reason", res[1], "dead_letter_list", k.Dead().Ready)
+			continue
+		}
+		if len(res) != 2 {
+			return nil, fmt.Errorf("receive %s: unexpected reply of %d values", q.Name(), len(res))
+		}
+		d, err := q.delivery(res[0], []byte(res[1]))
+		if err != nil {
+			q.buryUndecodable(cmdCtx, res[0], []byte(res[1]), err)
+			continue
+		}
+		return d, nil
+	}
+}
+
+// waitReady blocks (one short block at most) until the ready list holds an
+// item, without taking it: BLMOVE from the list's tail to its tail is a
+// no-op rotation that returns once an element exists.
+func (q *Queue[T]) waitReady(ctx context.Context) error {
+	ready := q.core.Keys.Ready
+	secs := strconv.FormatFloat(q.core.Block().Seconds(), 'f', 3, 64)
+	err := q.core.RDB.Do(ctx, "BLMOVE", ready, ready, "RIGHT", "RIGHT", secs).Err()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
+func (q *Queue[T]) delivery(token string, raw []byte) (*Delivery[T], error) {
+	e, err := envelope.Unmarshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	d := &Delivery[T]{
+		ID: e.ID, Attempt: e.Attempt, EnqueuedAt: e.EnqueuedAt, DueAt: e.DueAt,
+		Headers: maps.Clone(e.Headers), q: q, token: token, env: e,
+	}
+	if err := q.core.Cfg.Codec.Unmarshal(e.Payload, &d.Value); err != nil {
+		return nil, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
+	}
+	return d, nil
+}
+
+// buryUndecodable dead-letters a leased item that Go cannot decode, with the
+// reason in its headers when the envelope itself is readable.
+func (q *Queue[T]) buryUndecodable(ctx context.Context, token string, raw []byte, reason error) {
+	out, id := envelope.WithError(raw, reason.Error())
+	log := q.core.Cfg.Logger.With("queue", q.Name(), "id", id, "reason", reason.Error())
+	if _, err := q.settle(ctx, token, out, "dead", 0, id); err != nil {
+		// The lease stays; the reclaimer makes the item ready again and the
+		// next receiver tries once more, until its attempts run out.
+		log.Error("redelay: undecodable item could not be dead-lettered", "err", err)
+		return
+	}
+	log.Warn("redelay: undecodable item moved to dead letters")
+}
+
+// settle runs nack.lua: mode "retry" (due after delay) or "dead".
+func (q *Queue[T]) settle(ctx context.Context, token string, env []byte, mode string, delay time.Duration, id string) (int64, error) {
+	k := q.core.Keys
+	return lua.Nack.Run(ctx, q.core.RDB,
+		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, k.Dead().Ready},
+		token, env, mode, delay.Milliseconds(), id, k.Wake).Int64()
+}
+
+// Ack marks the delivery done: the item is gone for good. It returns an
+// error wrapping [ErrLeaseLost] if the lease was lost first (and then the
+// item may be delivered again, or already was).
+func (d *Delivery[T]) Ack(ctx context.Context) error {
+	k := d.q.core.Keys
+	n, err := lua.Ack.Run(context.WithoutCancel(ctx), d.q.core.RDB, []string{k.Leases, k.Inflight}, d.token).Int64()
+	if err != nil {
+		return fmt.Errorf("ack %s in %s: %w", d.ID, d.q.Name(), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("ack %s in %s: %w", d.ID, d.q.Name(), ErrLeaseLost)
+	}
+	return nil
+}
+
+// Nack gives the item back: it becomes ready again after delay, and its
+// next delivery has Attempt+1. If this was its last allowed attempt
+// (WithMaxAttempts), it goes to the dead letters instead. Returns an error
+// wrapping [ErrLeaseLost] if the lease was lost first; nothing changes then.
+func (d *Delivery[T]) Nack(ctx context.Context, delay time.Duration) error {
+	return d.nack(ctx, delay, "nacked")
+}
+
+func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string) error {
+	if delay < 0 {
+		return fmt.Errorf("nack %s in %s: negative delay %v", d.ID, d.q.Name(), delay)
+	}
+	e := d.env
+	e.Headers = withHeader(e.Headers, HeaderError, reason)
+	mode := "retry"
+	if d.Attempt >= d.q.core.Cfg.MaxAttempts {
+		mode = "dead"
+		e.Headers[HeaderError] = fmt.Sprintf("%s (attempt %d of %d)", reason, d.Attempt, d.q.core.Cfg.MaxAttempts)
+	}
+	n, err := d.q.settle(context.WithoutCancel(ctx), d.token, e.Marshal(), mode, delay, d.ID)
+	if err != nil {
+		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), err)
+	}
+	if n == lua.NackLeaseLost {
+		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), ErrLeaseLost)
+	}
+	if n == lua.NackDead {
+		d.q.core.Cfg.Logger.Warn("redelay: item dead-lettered after its last attempt",
+			"queue", d.q.Name(), "id", d.ID, "attempt", d.Attempt, "error", reason)
+	}
+	return nil
+}
+
+// Extend keeps the item leased for d more from now (not added to the
+// current deadline). Consume calls it for you while a handler runs. Returns
+// an error wrapping [ErrLeaseLost] if the lease was already lost.
+func (d *Delivery[T]) Extend(ctx context.Context, by time.Duration) error {
+	if by <= 0 {
+		return fmt.Errorf("extend %s in %s: non-positive duration %v", d.ID, d.q.Name(), by)
+	}
+	k := d.q.core.Keys
+	n, err := lua.Extend.Run(context.WithoutCancel(ctx), d.q.core.RDB, []string{k.Leases, k.Inflight}, d.token, by.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("extend %s in %s: %w", d.ID, d.q.Name(), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("extend %s in %s: %w", d.ID, d.q.Name(), ErrLeaseLost)
+	}
+	return nil
+}
+
+func withHeader(h map[string]string, k, v string) map[string]string {
+	h = maps.Clone(h)
+	if h == nil {
+		h = map[string]string{}
+	}
+	h[k] = v
+	return h
+}

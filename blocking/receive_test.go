@@ -1,0 +1,358 @@
+package blocking_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/internal/redistest"
+)
+
+func receiveWithin(t *testing.T, q *blocking.Queue[string], within time.Duration) *blocking.Delivery[string] {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	d, err := q.Receive(ctx)
+	if err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	return d
+}
+
+func expectNothing(t *testing.T, q *blocking.Queue[string], within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if d, err := q.Receive(ctx); err == nil {
+		t.Fatalf("unexpected delivery %q (attempt %d)", d.Value, d.Attempt)
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Receive: %v", err)
+	}
+}
+
+// keyLen reads the length of one of the queue's keys directly.
+func keyLen(t *testing.T, rdb redis.UniversalClient, name, key string) int64 {
+	t.Helper()
+	k := fmt.Sprintf("redelay:{%s}:%s", name, key)
+	var n int64
+	var err error
+	switch typ := rdb.Type(context.Background(), k).Val(); typ {
+	case "list":
+		n, err = rdb.LLen(context.Background(), k).Result()
+	case "zset":
+		n, err = rdb.ZCard(context.Background(), k).Result()
+	case "hash":
+		n, err = rdb.HLen(context.Background(), k).Result()
+	case "none":
+	default:
+		t.Fatalf("%s has type %s", k, typ)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestReceiveAck(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name)
+		defer q.Close()
+		before := time.Now().Add(-time.Second)
+		if err := q.Offer(ctx, "job"); err != nil {
+			t.Fatal(err)
+		}
+		d := receiveWithin(t, q, 5*time.Second)
+		if d.Value != "job" || d.Attempt != 1 || d.ID == "" || d.EnqueuedAt.Before(before) || d.DueAt.Before(d.EnqueuedAt) {
+			t.Fatalf("delivery = %+v", d)
+		}
+		if n := keyLen(t, rdb, name, "leases"); n != 1 {
+			t.Fatalf("leases = %d", n)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ack(ctx); !errors.Is(err, blocking.ErrLeaseLost) {
+			t.Fatalf("second Ack = %v, want ErrLeaseLost", err)
+		}
+		if err := d.Nack(ctx, 0); !errors.Is(err, blocking.ErrLeaseLost) {
+			t.Fatalf("Nack after Ack = %v, want ErrLeaseLost", err)
+		}
+		for _, key := range []string{"leases", "inflight", "ready", "delayed"} {
+			if n := keyLen(t, rdb, name, key); n != 0 {
+				t.Fatalf("%s holds %d after Ack", key, n)
+			}
+		}
+		expectNothing(t, q, 300*time.Millisecond)
+	})
+}
+
+// Nack retries with Attempt+1 until MaxAttempts, then dead-letters with the
+// reason; Redrive brings dead letters back with their attempts reset.
+func TestNackToDeadLettersAndRedrive(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(3))
+		defer q.Close()
+		if err := q.Offer(ctx, "flaky"); err != nil {
+			t.Fatal(err)
+		}
+		for attempt := 1; attempt <= 3; attempt++ {
+			start := time.Now()
+			d := receiveWithin(t, q, 5*time.Second)
+			if d.Attempt != attempt {
+				t.Fatalf("attempt = %d, want %d", d.Attempt, attempt)
+			}
+			if attempt > 1 {
+				if time.Since(start) < 90*time.Millisecond {
+					t.Fatalf("retry arrived before its nack delay")
+				}
+				if d.Headers[blocking.HeaderError] != "nacked" {
+					t.Fatalf("headers = %v", d.Headers)
+				}
+			}
+			if err := d.Nack(ctx, 100*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		expectNothing(t, q, 400*time.Millisecond)
+
+		dead := q.DeadLetters()
+		if n, err := dead.Size(ctx); err != nil || n != 1 {
+			t.Fatalf("dead letters = %d, %v", n, err)
+		}
+		dd := receiveWithin(t, dead, 5*time.Second)
+		if dd.Value != "flaky" || !strings.Contains(dd.Headers[blocking.HeaderError], "attempt 3 of 3") {
+			t.Fatalf("dead letter = %q, headers %v", dd.Value, dd.Headers)
+		}
+		if err := dd.Nack(ctx, 0); err != nil { // back onto the dead-letter queue
+			t.Fatal(err)
+		}
+		n, err := q.Redrive(ctx, 0)
+		if err != nil || n != 1 {
+			t.Fatalf("Redrive = %d, %v", n, err)
+		}
+		d := receiveWithin(t, q, 5*time.Second)
+		if d.Value != "flaky" || d.Attempt != 1 {
+			t.Fatalf("redriven delivery = %q attempt %d", d.Value, d.Attempt)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRedriveInBulk(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(1))
+		defer q.Close()
+		const n = 1200
+		for i := range n {
+			if err := q.Offer(ctx, fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range n {
+			if err := receiveWithin(t, q, 5*time.Second).Nack(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := q.DeadLetters().Size(ctx); got != n {
+			t.Fatalf("dead letters = %d", got)
+		}
+		if moved, err := q.Redrive(ctx, 700); err != nil || moved != 700 {
+			t.Fatalf("Redrive(700) = %d, %v", moved, err)
+		}
+		if moved, err := q.Redrive(ctx, -1); err != nil || moved != n-700 {
+			t.Fatalf("Redrive(all) = %d, %v", moved, err)
+		}
+		// Oldest dead letter first.
+		if d := receiveWithin(t, q, 5*time.Second); d.Value != "0" || d.Attempt != 1 {
+			t.Fatalf("first redriven = %q attempt %d", d.Value, d.Attempt)
+		}
+	})
+}
+
+// A receiver that neither acks nor nacks loses its lease after the
+// visibility timeout; the item comes back with Attempt 2, and the first
+// receiver's late Ack, Nack or Extend changes nothing.
+func TestLeaseExpires(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithVisibilityTimeout(300*time.Millisecond))
+		defer q.Close()
+		if err := q.Offer(ctx, "slow"); err != nil {
+			t.Fatal(err)
+		}
+		first := receiveWithin(t, q, 5*time.Second)
+		start := time.Now()
+		second := receiveWithin(t, q, 5*time.Second)
+		if waited := time.Since(start); waited < 250*time.Millisecond {
+			t.Fatalf("redelivered after %v, before the visibility timeout", waited)
+		}
+		if second.Attempt != 2 || second.ID != first.ID {
+			t.Fatalf("redelivery = %+v", second)
+		}
+		for name, err := range map[string]error{
+			"Ack":    first.Ack(ctx),
+			"Nack":   first.Nack(ctx, 0),
+			"Extend": first.Extend(ctx, time.Second),
+		} {
+			if !errors.Is(err, blocking.ErrLeaseLost) {
+				t.Errorf("late %s = %v, want ErrLeaseLost", name, err)
+			}
+		}
+		if err := second.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestExtendKeepsLease(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithVisibilityTimeout(300*time.Millisecond))
+		defer q.Close()
+		if err := q.Offer(ctx, "long"); err != nil {
+			t.Fatal(err)
+		}
+		d := receiveWithin(t, q, 5*time.Second)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+					if err := d.Extend(ctx, 300*time.Millisecond); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+		expectNothing(t, q, 1200*time.Millisecond)
+		close(stop)
+		wg.Wait()
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Extend(ctx, -time.Second); err == nil {
+			t.Fatal("Extend with a negative duration returned no error")
+		}
+	})
+}
+
+// Leases that expire on the last attempt are dead-lettered by the reclaimer.
+func TestExpiredOnLastAttemptIsDeadLettered(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t),
+			blocking.WithVisibilityTimeout(150*time.Millisecond), blocking.WithMaxAttempts(2))
+		defer q.Close()
+		if err := q.Offer(ctx, "hangs"); err != nil {
+			t.Fatal(err)
+		}
+		receiveWithin(t, q, 5*time.Second)
+		if d := receiveWithin(t, q, 5*time.Second); d.Attempt != 2 {
+			t.Fatalf("attempt = %d", d.Attempt)
+		}
+		dd := receiveWithin(t, q.DeadLetters(), 5*time.Second)
+		if want := "lease expired on attempt 2 of 2"; dd.Headers[blocking.HeaderError] != want {
+			t.Fatalf("dead letter headers = %v, want %q", dd.Headers, want)
+		}
+		if err := dd.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		expectNothing(t, q, 300*time.Millisecond)
+	})
+}
+
+// Undecodable items are dead-lettered with the reason; Receive goes on.
+func TestReceivePoison(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		if err := rdb.LPush(ctx, fmt.Sprintf("redelay:{%s}:ready", name), "garbage").Err(); err != nil {
+			t.Fatal(err)
+		}
+		ints := blocking.New[int](rdb, name)
+		defer ints.Close()
+		if err := ints.Offer(ctx, 42); err != nil {
+			t.Fatal(err)
+		}
+		q := blocking.New[string](rdb, name)
+		defer q.Close()
+		if err := q.Offer(ctx, "good"); err != nil {
+			t.Fatal(err)
+		}
+		d := receiveWithin(t, q, 5*time.Second)
+		if d.Value != "good" {
+			t.Fatalf("got %q", d.Value)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		dead := q.DeadLetters()
+		if n, _ := dead.Size(ctx); n != 2 {
+			t.Fatalf("dead letters = %d, want 2", n)
+		}
+		// The wrong-type item keeps its envelope and says why.
+		dead.Offer(ctx, "marker") // a readable item behind the two
+		seen := 0
+		for range 3 {
+			dd, err := dead.Receive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen++
+			if dd.Value == "marker" {
+				_ = dd.Ack(ctx)
+				break
+			}
+		}
+		if n := keyLen(t, rdb, name, "leases"); n != 0 {
+			t.Fatalf("leases left behind: %d", n)
+		}
+		if n := keyLen(t, rdb, name, "dead:dead:ready"); n != 2 {
+			t.Fatalf("poison re-dead-lettered from the dead-letter queue: %d (seen %d)", n, seen)
+		}
+	})
+}
+
+func TestInvalidOptionsAtLeastOnce(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	for name, q := range map[string]*blocking.Queue[int]{
+		"visibility": blocking.New[int](rdb, "q", blocking.WithVisibilityTimeout(time.Millisecond)),
+		"attempts":   blocking.New[int](rdb, "q", blocking.WithMaxAttempts(0)),
+	} {
+		if _, err := q.Receive(context.Background()); !errors.Is(err, blocking.ErrInvalidQueue) {
+			t.Errorf("%s: Receive = %v", name, err)
+		}
+	}
+	q := blocking.New[int](rdb, "q")
+	defer q.Close()
+	h := func(context.Context, *blocking.Delivery[int]) error { return nil }
+	for name, err := range map[string]error{
+		"concurrency": q.Consume(context.Background(), h, blocking.WithConcurrency(0)),
+		"backoff":     q.Consume(context.Background(), h, blocking.WithBackoff(nil)),
+		"handler":     q.Consume(context.Background(), nil),
+	} {
+		if !errors.Is(err, blocking.ErrInvalidQueue) {
+			t.Errorf("%s: Consume = %v", name, err)
+		}
+	}
+}
+
+var _ = atomic.Int64{}
