@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -354,5 +353,3 @@ func TestInvalidOptionsAtLeastOnce(t *testing.T) {
 		}
 	}
 }
-
-var _ = atomic.Int64{}

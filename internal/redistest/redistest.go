@@ -203,9 +203,11 @@ func NewClientLike(t testing.TB, rdb redis.UniversalClient) redis.UniversalClien
 	var c redis.UniversalClient
 	switch x := rdb.(type) {
 	case *redis.Client:
-		c = redis.NewClient(x.Options())
+		o := *x.Options()
+		c = redis.NewClient(&o)
 	case *redis.ClusterClient:
-		c = redis.NewClusterClient(x.Options())
+		o := *x.Options()
+		c = redis.NewClusterClient(&o)
 	default:
 		t.Fatalf("redistest: NewClientLike(%T): unsupported client type", rdb)
 	}

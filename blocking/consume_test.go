@@ -1,0 +1,236 @@
+package blocking_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/internal/redistest"
+)
+
+func fastBackoff(int) time.Duration { return 10 * time.Millisecond }
+
+// Every item is handled; failures and panics are retried with Attempt+1.
+func TestConsumeRetriesErrorsAndPanics(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		q := blocking.New[int](rdb, redistest.QueueName(t))
+		defer q.Close()
+		const n = 200
+		for i := range n {
+			if err := q.Offer(context.Background(), i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		attempts := map[int][]int{}
+		var done atomic.Int64
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		handler := func(_ context.Context, d *blocking.Delivery[int]) error {
+			mu.Lock()
+			attempts[d.Value] = append(attempts[d.Value], d.Attempt)
+			mu.Unlock()
+			if d.Attempt == 1 && d.Value%5 == 0 {
+				return fmt.Errorf("item %d failed", d.Value)
+			}
+			if d.Attempt == 1 && d.Value%7 == 0 {
+				panic("boom")
+			}
+			if d.Attempt == 2 && d.Value%5 == 0 && d.Headers[blocking.HeaderError] != fmt.Sprintf("item %d failed", d.Value) {
+				t.Errorf("item %d retried without the error: %v", d.Value, d.Headers)
+			}
+			if done.Add(1) == n {
+				cancel()
+			}
+			return nil
+		}
+		err := q.Consume(ctx, handler, blocking.WithConcurrency(8), blocking.WithBackoff(fastBackoff))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Consume = %v", err)
+		}
+		for i := range n {
+			want := 1
+			if i%5 == 0 || i%7 == 0 {
+				want = 2
+			}
+			if got := attempts[i]; len(got) != want || got[len(got)-1] != want {
+				t.Errorf("item %d: attempts %v, want %d", i, got, want)
+			}
+		}
+		if n, _ := q.DeadLetters().Size(context.Background()); n != 0 {
+			t.Fatalf("dead letters = %d", n)
+		}
+	})
+}
+
+// A handler that always fails dead-letters its item after MaxAttempts.
+func TestConsumeDeadLettersAfterMaxAttempts(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(3))
+		defer q.Close()
+		if err := q.Offer(context.Background(), "always fails"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int64
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_ = q.Consume(ctx, func(context.Context, *blocking.Delivery[string]) error {
+				calls.Add(1)
+				return errors.New("upstream 503")
+			}, blocking.WithBackoff(fastBackoff))
+		})
+		dd := receiveWithin(t, q.DeadLetters(), 10*time.Second)
+		cancel()
+		wg.Wait()
+		if calls.Load() != 3 {
+			t.Fatalf("handler called %d times, want 3", calls.Load())
+		}
+		if want := "upstream 503 (attempt 3 of 3)"; dd.Headers[blocking.HeaderError] != want {
+			t.Fatalf("dead letter error = %q, want %q", dd.Headers[blocking.HeaderError], want)
+		}
+	})
+}
+
+// When ctx ends, Consume stops receiving, waits for running handlers, settles
+// them, and returns; no item is lost or handled twice.
+func TestConsumeShutdownWaitsForHandlers(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		name := redistest.QueueName(t)
+		q := blocking.New[int](rdb, name)
+		defer q.Close()
+		const n = 10
+		for i := range n {
+			if err := q.Offer(context.Background(), i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		started := make(chan int, n)
+		release := make(chan struct{})
+		var finished atomic.Int64
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan error, 1)
+		go func() {
+			returned <- q.Consume(ctx, func(hctx context.Context, d *blocking.Delivery[int]) error {
+				started <- d.Value
+				<-release
+				if hctx.Err() != nil {
+					t.Error("handler context cancelled during shutdown")
+				}
+				finished.Add(1)
+				return nil
+			}, blocking.WithConcurrency(4))
+		}()
+		for range 4 {
+			<-started
+		}
+		cancel()
+		select {
+		case err := <-returned:
+			t.Fatalf("Consume returned %v with handlers still running", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(release)
+		if err := <-returned; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Consume = %v", err)
+		}
+		if finished.Load() != 4 {
+			t.Fatalf("%d handlers finished, want 4", finished.Load())
+		}
+		if l := keyLen(t, rdb, name, "leases"); l != 0 {
+			t.Fatalf("%d leases left after shutdown", l)
+		}
+		if r, _ := q.Size(context.Background()); r != n-4 {
+			t.Fatalf("ready = %d, want %d untouched", r, n-4)
+		}
+	})
+}
+
+// Consume extends the lease of a handler that runs past the visibility
+// timeout, so a second consumer does not get the item meanwhile.
+func TestConsumeExtendsLeases(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		name := redistest.QueueName(t)
+		vis := blocking.WithVisibilityTimeout(150 * time.Millisecond)
+		q := blocking.New[string](rdb, name, vis)
+		defer q.Close()
+		other := blocking.New[string](redistest.NewClientLike(t, rdb), name, vis)
+		defer other.Close()
+		if err := q.Offer(context.Background(), "long job"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int64
+		started := make(chan struct{})
+		returned := make(chan error, 1)
+		go func() {
+			returned <- q.Consume(ctx, func(context.Context, *blocking.Delivery[string]) error {
+				calls.Add(1)
+				close(started)
+				time.Sleep(800 * time.Millisecond)
+				cancel()
+				return nil
+			})
+		}()
+		<-started
+		expectNothing(t, other, 1200*time.Millisecond)
+		<-returned
+		if calls.Load() != 1 {
+			t.Fatalf("handler ran %d times", calls.Load())
+		}
+		expectNothing(t, other, 400*time.Millisecond)
+	})
+}
+
+// Consume survives Redis errors while receiving and resumes.
+func TestConsumeSurvivesRedisRestart(t *testing.T) {
+	srv := redistest.StartServer(t, redistest.WithAOF())
+	rdb := srv.Client(t)
+	q := blocking.New[string](rdb, redistest.QueueName(t))
+	defer q.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 10)
+	returned := make(chan error, 1)
+	go func() {
+		returned <- q.Consume(ctx, func(_ context.Context, d *blocking.Delivery[string]) error {
+			got <- d.Value
+			return nil
+		})
+	}()
+	if err := q.Offer(ctx, "before"); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-got; v != "before" {
+		t.Fatalf("got %q", v)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Offer(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if v != "after" {
+			t.Fatalf("got %q", v)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Consume did not resume after the restart")
+	}
+	cancel()
+	if err := <-returned; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Consume = %v", err)
+	}
+}
