@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -211,4 +212,20 @@ func (r *Registration) Wake() { r.w.wake() }
 // (they cannot be: each move is atomic). Closing twice is harmless.
 func (r *Registration) Close() {
 	r.once.Do(func() { r.s.remove(r.w) })
+}
+
+// RunOnce does, once and in the calling goroutine, what a worker does on
+// each wake-up: move t's due items (in full batches until a short one) and
+// reclaim its expired leases. Workers need no help; RunOnce is for tools and
+// tests that want a deterministic step.
+func RunOnce(ctx context.Context, rdb redis.UniversalClient, t Target) error {
+	if rdb == nil {
+		return errors.New("transfer: nil client")
+	}
+	t.BatchSize = cmp.Or(t.BatchSize, DefaultBatchSize)
+	t.Sweep = cmp.Or(t.Sweep, DefaultSweep)
+	t.MaxAttempts = cmp.Or(t.MaxAttempts, DefaultMaxAttempts)
+	t.Logger = cmp.Or(t.Logger, slog.Default())
+	_, err := newWorker(rdb, t).drain(ctx)
+	return err
 }
