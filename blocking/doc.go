@@ -25,7 +25,23 @@
 // # Delivery
 //
 // Take removes the item in the same step that returns it: delivery is at most
-// once. An item that cannot be decoded (corrupt bytes, or a value of another
-// type) is moved to the dead-letter list redelay:{name}:dead:ready and
-// logged; it never stops the queue.
+// once. Receive leases the item instead: it must be settled with
+// [Delivery.Ack] or [Delivery.Nack] within the visibility timeout, or it
+// becomes ready again for another consumer with Attempt+1, so delivery is at
+// least once. [Queue.Consume] runs a pool of handlers over Receive, extends
+// leases while they work, retries failures with backoff, and dead-letters
+// items after WithMaxAttempts deliveries:
+//
+//	q := blocking.New[Order](rdb, "orders",
+//		blocking.WithVisibilityTimeout(30*time.Second), blocking.WithMaxAttempts(5))
+//	err := q.Consume(ctx, func(ctx context.Context, d *blocking.Delivery[Order]) error {
+//		return handle(ctx, d.Value) // nil acks; an error or a panic retries
+//	}, blocking.WithConcurrency(8))
+//
+// Dead letters are a queue of their own, [Queue.DeadLetters]; the reason is
+// in each delivery's Headers[HeaderError], and [Queue.Redrive] moves them
+// back. An item that cannot be decoded (corrupt bytes, or a value of another
+// type) goes to the dead letters at once and is logged; it never stops the
+// queue. Every process that receives from a queue also reclaims its expired
+// leases.
 package blocking
