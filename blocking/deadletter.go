@@ -14,8 +14,17 @@ const redriveBatch = 500
 // attempts, or undecodable. It is a Queue[T] like any other (Size, Take,
 // Receive work on it) whose keys share this queue's hash tag. Each item's
 // last failure is in Delivery.Headers[HeaderError]. It is closed with q.
+// Items that fail for good on the dead-letter queue itself go to its own
+// dead letters, q.DeadLetters().DeadLetters().
 func (q *Queue[T]) DeadLetters() *Queue[T] {
-	q.deadOnce.Do(func() { q.dead = &Queue[T]{core: q.core.Child("dead")} })
+	q.deadMu.Lock()
+	defer q.deadMu.Unlock()
+	if q.dead == nil {
+		q.dead = &Queue[T]{core: q.core.Child("dead")}
+		if q.core.Err() != nil { // already closed: so is a queue opened from it
+			_ = q.dead.core.Close()
+		}
+	}
 	return q.dead
 }
 

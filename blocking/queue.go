@@ -21,8 +21,8 @@ import (
 type Queue[T any] struct {
 	core *queue.Core
 
-	deadOnce sync.Once
-	dead     *Queue[T]
+	deadMu sync.Mutex
+	dead   *Queue[T] // created by the first DeadLetters call
 }
 
 // New returns the queue called name on rdb (any redis.UniversalClient:
@@ -189,7 +189,12 @@ func (q *Queue[T]) Size(ctx context.Context) (int64, error) {
 // Closing twice is harmless. Close does not wait for a running Consume: end
 // its context first.
 func (q *Queue[T]) Close() error {
-	q.DeadLetters() // so that a later DeadLetters call sees a closed queue
-	_ = q.dead.core.Close()
-	return q.core.Close()
+	err := q.core.Close()
+	q.deadMu.Lock()
+	dead := q.dead
+	q.deadMu.Unlock()
+	if dead != nil {
+		_ = dead.Close() // and its own dead letters, if anyone opened them
+	}
+	return err
 }

@@ -144,10 +144,31 @@ func (d *Delivery[T]) Ack(ctx context.Context) error {
 
 // Nack gives the item back: it becomes ready again after delay, and its
 // next delivery has Attempt+1. If this was its last allowed attempt
-// (WithMaxAttempts), it goes to the dead letters instead. Returns an error
-// wrapping [ErrLeaseLost] if the lease was lost first; nothing changes then.
-func (d *Delivery[T]) Nack(ctx context.Context, delay time.Duration) error {
-	return d.nack(ctx, delay, "nacked")
+// (WithMaxAttempts), it goes to the dead letters instead. [WithReason]
+// records why. Returns an error wrapping [ErrLeaseLost] if the lease was
+// lost first; nothing changes then.
+func (d *Delivery[T]) Nack(ctx context.Context, delay time.Duration, opts ...NackOption) error {
+	reason := "nacked"
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&reason)
+		}
+	}
+	return d.nack(ctx, delay, reason)
+}
+
+// NackOption configures one Nack.
+type NackOption func(reason *string)
+
+// WithReason records why a delivery failed: err's text goes into the item's
+// Headers[HeaderError], seen by its next receiver and kept in the dead
+// letters if this was its last attempt. Default "nacked".
+func WithReason(err error) NackOption {
+	return func(reason *string) {
+		if err != nil {
+			*reason = err.Error()
+		}
+	}
 }
 
 func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string) error {

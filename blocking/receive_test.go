@@ -133,7 +133,13 @@ func TestNackToDeadLettersAndRedrive(t *testing.T) {
 		if dd.Value != "flaky" || !strings.Contains(dd.Headers[blocking.HeaderError], "attempt 3 of 3") {
 			t.Fatalf("dead letter = %q, headers %v", dd.Value, dd.Headers)
 		}
-		if err := dd.Nack(ctx, 0); err != nil { // back onto the dead-letter queue
+		if err := dd.Nack(ctx, 0, blocking.WithReason(errors.New("checked by hand"))); err != nil { // back onto the dead-letter queue
+			t.Fatal(err)
+		}
+		if dd = receiveWithin(t, dead, 5*time.Second); dd.Headers[blocking.HeaderError] != "checked by hand" || dd.Attempt != 2 {
+			t.Fatalf("dead letter after Nack WithReason: attempt %d, headers %v", dd.Attempt, dd.Headers)
+		}
+		if err := dd.Nack(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 		n, err := q.Redrive(ctx, 0)
@@ -352,4 +358,33 @@ func TestInvalidOptionsAtLeastOnce(t *testing.T) {
 			t.Errorf("%s: Consume = %v", name, err)
 		}
 	}
+}
+
+// Dead letters of dead letters exist, and Close stops every level's work.
+func TestCloseClosesDeadLetterChain(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(1))
+	if err := q.Offer(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := receiveWithin(t, q, 5*time.Second).Nack(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := receiveWithin(t, q.DeadLetters(), 5*time.Second).Nack(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	deeper := q.DeadLetters().DeadLetters()
+	d := receiveWithin(t, deeper, 5*time.Second) // starts a transfer for the third level
+	if d.Value != "x" {
+		t.Fatalf("got %q", d.Value)
+	}
+	_ = d.Ack(ctx)
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deeper.Receive(ctx); !errors.Is(err, blocking.ErrClosed) {
+		t.Fatalf("Receive on a closed chain = %v", err)
+	}
+	// TestMain's leak check fails the run if any level's worker survived.
 }
