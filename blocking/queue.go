@@ -114,7 +114,7 @@ func (q *Queue[T]) pop(ctx context.Context, deadline time.Time) ([]byte, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
 		}
-		block := q.core.Block()
+		block := q.core.BlockFor(ctx)
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left < time.Millisecond {

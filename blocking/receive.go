@@ -52,7 +52,7 @@ func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
 			[]string{k.Ready, k.Leases, k.Inflight, k.Seq, k.Dead().Ready},
 			q.core.Cfg.Visibility.Milliseconds()).StringSlice()
 		if errors.Is(err, redis.Nil) {
-			if err := q.waitReady(cmdCtx); err != nil {
+			if err := q.waitReady(cmdCtx, q.core.BlockFor(ctx)); err != nil {
 				return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
 			}
 			continue
@@ -80,9 +80,9 @@ func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
 // waitReady blocks (one short block at most) until the ready list holds an
 // item, without taking it: BLMOVE from the list's tail to its tail is a
 // no-op rotation that returns once an element exists.
-func (q *Queue[T]) waitReady(ctx context.Context) error {
+func (q *Queue[T]) waitReady(ctx context.Context, block time.Duration) error {
 	ready := q.core.Keys.Ready
-	secs := strconv.FormatFloat(q.core.Block().Seconds(), 'f', 3, 64)
+	secs := strconv.FormatFloat(block.Seconds(), 'f', 3, 64)
 	err := q.core.RDB.Do(ctx, "BLMOVE", ready, ready, "RIGHT", "RIGHT", secs).Err()
 	if errors.Is(err, redis.Nil) {
 		return nil

@@ -24,7 +24,7 @@ if not id then
   return {'', why}
 end
 env = with_attempt(env, attempt_of(env) + 1)
-local token = string.format('%x', redis.call('INCR', KEYS[4]))
+local token = string.format('%012x', redis.call('INCR', KEYS[4]))
 local deadline = now_ms() + tonumber(ARGV[1])
 redis.call('ZADD', KEYS[2], deadline, token)
 redis.call('HSET', KEYS[3], token, env)

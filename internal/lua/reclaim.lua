@@ -1,5 +1,5 @@
--- reclaim: make items whose lease expired ready again (at the head of the
--- list, next to be received). Items that used up their attempts are not
+-- reclaim: make items whose lease expired ready again, at the head of the
+-- list (next to be received), earliest lease first. Items that used up their attempts are not
 -- moved: they are returned for the caller to dead-letter with a reason, and
 -- their lease is pushed ARGV[3] ms ahead so other reclaimers leave them alone
 -- meanwhile (if the caller dies, they come back after that).
@@ -18,6 +18,7 @@ local now = now_ms()
 local tokens = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local max = tonumber(ARGV[2])
 local out = {0, -1, now}
+local back = {}
 for i = 1, #tokens do
   local token = tokens[i]
   local env = redis.call('HGET', KEYS[2], token)
@@ -28,12 +29,16 @@ for i = 1, #tokens do
     out[#out + 1] = token
     out[#out + 1] = env
   else
-    redis.call('RPUSH', KEYS[3], env)
+    back[#back + 1] = env
     redis.call('HDEL', KEYS[2], token)
     redis.call('ZREM', KEYS[1], token)
-    out[1] = out[1] + 1
   end
 end
+-- Pushed to the head newest-first, so the longest-leased is received first.
+for i = #back, 1, -1 do
+  redis.call('RPUSH', KEYS[3], back[i])
+end
+out[1] = #back
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if head[2] ~= nil then
   out[2] = tonumber(head[2])

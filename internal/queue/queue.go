@@ -4,6 +4,7 @@
 package queue
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -127,8 +128,16 @@ func (c *Core) Err() error {
 	return nil
 }
 
-// Block is the longest server-side block for this client.
-func (c *Core) Block() time.Duration { return c.block }
+// BlockFor is how long one server-side block may last for a call with ctx:
+// the client's limit (see blockFor), or less when ctx's deadline is nearer,
+// so a short deadline is honoured promptly. At least 1 ms.
+func (c *Core) BlockFor(ctx context.Context) time.Duration {
+	b := c.block
+	if dl, ok := ctx.Deadline(); ok {
+		b = min(b, time.Until(dl))
+	}
+	return max(b, time.Millisecond)
+}
 
 // blockFor keeps a blocking pop shorter than the client's read timeout:
 // go-redis gives a raw command only ReadTimeout, and a command that times out
