@@ -150,6 +150,15 @@ func TestConsumeShutdownWaitsForHandlers(t *testing.T) {
 		if r, _ := q.Size(context.Background()); r != n-4 {
 			t.Fatalf("ready = %d, want %d untouched", r, n-4)
 		}
+		// Items leased ahead but never handled went back with no attempt
+		// counted.
+		for range n - 4 {
+			d := receiveWithinInt(t, q)
+			if d.Attempt != 1 {
+				t.Fatalf("item %d came back as attempt %d", d.Value, d.Attempt)
+			}
+			_ = d.Ack(context.Background())
+		}
 	})
 }
 
@@ -233,4 +242,15 @@ func TestConsumeSurvivesRedisRestart(t *testing.T) {
 	if err := <-returned; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Consume = %v", err)
 	}
+}
+
+func receiveWithinInt(t *testing.T, q *blocking.Queue[int]) *blocking.Delivery[int] {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d, err := q.Receive(ctx)
+	if err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	return d
 }

@@ -740,6 +740,7 @@ func (s *modelMachine) read(t *rapid.T) modelState {
 			t.Fatalf("lease %s has no inflight envelope", token)
 		}
 		it := learn(raw)
+		it.item.attempt++ // stored: deliveries before this one
 		st.leases = append(st.leases, fmt.Sprintf("token=%s deadline=%+d %s", token, int64(z.Score)-t0, modelFmt(it.item, it.id)))
 	}
 	return st

@@ -39,6 +39,19 @@ type Delivery[T any] struct {
 // Items that cannot be decoded are moved to the dead letters with the reason
 // and logged; Receive goes on to the next one.
 func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
+	ds, err := q.receive(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ds[0], nil
+}
+
+// maxReceive bounds one receive script call (its results are unpacked).
+const maxReceive = 256
+
+// receive waits until it can lease at least one item, and leases up to max
+// in one script call.
+func (q *Queue[T]) receive(ctx context.Context, max int) ([]*Delivery[T], error) {
 	if err := q.core.StartTransfer(); err != nil {
 		return nil, err
 	}
@@ -50,7 +63,7 @@ func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
 		}
 		res, err := lua.Receive.Run(cmdCtx, q.core.RDB,
 			[]string{k.Ready, k.Leases, k.Inflight, k.Seq, k.Dead().Ready},
-			q.core.Cfg.Visibility.Milliseconds()).StringSlice()
+			q.core.Cfg.Visibility.Milliseconds(), min(max, maxReceive)).StringSlice()
 		if errors.Is(err, redis.Nil) {
 			if err := q.waitReady(cmdCtx, q.core.BlockFor(ctx)); err != nil {
 				return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
@@ -60,20 +73,27 @@ func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
 		if err != nil {
 			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
 		}
-		if len(res) == 2 && res[0] == "" {
-			q.core.Cfg.Logger.Warn("redelay: unreadable item moved to dead letters",
-				"queue", q.Name(), "reason", res[1], "dead_letter_list", k.Dead().Ready)
-			continue
-		}
-		if len(res) != 2 {
+		if len(res)%2 != 0 {
 			return nil, fmt.Errorf("receive %s: unexpected reply of %d values", q.Name(), len(res))
 		}
-		d, err := q.delivery(res[0], []byte(res[1]))
-		if err != nil {
-			q.buryUndecodable(cmdCtx, res[0], []byte(res[1]), err)
-			continue
+		ds := make([]*Delivery[T], 0, len(res)/2)
+		for i := 0; i < len(res); i += 2 {
+			token, raw := res[i], res[i+1]
+			if token == "" {
+				q.core.Cfg.Logger.Warn("redelay: unreadable item moved to dead letters",
+					"queue", q.Name(), "reason", raw, "dead_letter_list", k.Dead().Ready)
+				continue
+			}
+			d, err := q.delivery(token, []byte(raw))
+			if err != nil {
+				q.buryUndecodable(cmdCtx, token, []byte(raw), err)
+				continue
+			}
+			ds = append(ds, d)
 		}
-		return d, nil
+		if len(ds) > 0 {
+			return ds, nil
+		}
 	}
 }
 
@@ -95,6 +115,8 @@ func (q *Queue[T]) delivery(token string, raw []byte) (*Delivery[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	// A leased envelope counts the deliveries before this one.
+	e.Attempt++
 	d := &Delivery[T]{
 		ID: e.ID, Attempt: e.Attempt, EnqueuedAt: e.EnqueuedAt, DueAt: e.DueAt,
 		Headers: maps.Clone(e.Headers), q: q, token: token, env: e,
@@ -131,15 +153,36 @@ func (q *Queue[T]) settle(ctx context.Context, token string, env []byte, mode st
 // error wrapping [ErrLeaseLost] if the lease was lost first (and then the
 // item may be delivered again, or already was).
 func (d *Delivery[T]) Ack(ctx context.Context) error {
-	k := d.q.core.Keys
-	n, err := lua.Ack.Run(context.WithoutCancel(ctx), d.q.core.RDB, []string{k.Leases, k.Inflight}, d.token).Int64()
-	if err != nil {
-		return fmt.Errorf("ack %s in %s: %w", d.ID, d.q.Name(), err)
+	return d.q.ackAll(ctx, []*Delivery[T]{d})[0]
+}
+
+// ackAll acks deliveries of q in one round trip, and returns each one's
+// result. Two plain commands per delivery, no script: removing the inflight
+// entry is the ack; the lease entry is only an index, and one left behind
+// by a crash between the two is dropped by the reclaimer.
+func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
+	k := q.core.Keys
+	ctx = context.WithoutCancel(ctx)
+	dels := make([]*redis.IntCmd, len(ds))
+	_, err := q.core.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, d := range ds {
+			dels[i] = p.HDel(ctx, k.Inflight, d.token)
+			p.ZRem(ctx, k.Leases, d.token)
+		}
+		return nil
+	})
+	errs := make([]error, len(ds))
+	for i, d := range ds {
+		switch {
+		case dels[i].Err() != nil:
+			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), dels[i].Err())
+		case err != nil && dels[i].Val() == 0:
+			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), err)
+		case dels[i].Val() == 0:
+			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), ErrLeaseLost)
+		}
 	}
-	if n == 0 {
-		return fmt.Errorf("ack %s in %s: %w", d.ID, d.q.Name(), ErrLeaseLost)
-	}
-	return nil
+	return errs
 }
 
 // Nack gives the item back: it becomes ready again after delay, and its

@@ -51,10 +51,11 @@ func (w *worker) reclaim(ctx context.Context) (time.Duration, error) {
 	}
 }
 
-// bury dead-letters an item whose lease expired on its last attempt.
+// bury dead-letters an item whose lease expired on its last attempt. A
+// leased envelope's attempt counter holds the deliveries before this one.
 func (w *worker) bury(ctx context.Context, token, raw string) error {
 	k := w.t.Keys
-	out, id := envelope.WithError([]byte(raw), fmt.Sprintf("lease expired on attempt %d of %d", envelope.Attempt([]byte(raw)), w.t.MaxAttempts))
+	out, id := envelope.WithError([]byte(raw), fmt.Sprintf("lease expired on attempt %d of %d", envelope.Attempt([]byte(raw))+1, w.t.MaxAttempts))
 	dead := k.Dead()
 	n, err := lua.Nack.Run(ctx, w.rdb,
 		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, dead.Ready},

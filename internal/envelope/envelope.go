@@ -8,7 +8,7 @@
 //	0       1     version (1)
 //	1       8     enqueued at, Unix milliseconds, big-endian (Redis server clock)
 //	9       8     due at, Unix milliseconds, big-endian (Redis server clock)
-//	17      4     attempt, big-endian (0 before the first delivery)
+//	17      4     attempt, big-endian: deliveries that failed so far
 //	21      ...   uvarint len + ID
 //	        ...   uvarint count, then count × (uvarint len + key, uvarint len + value)
 //	        ...   payload: the codec's bytes, to the end
@@ -59,7 +59,7 @@ type Envelope struct {
 	ID         string
 	EnqueuedAt time.Time // set by the Redis server when the item is offered
 	DueAt      time.Time // when the item may be delivered, Redis server clock
-	Attempt    int       // deliveries so far; 0 until first received
+	Attempt    int       // deliveries that failed (nacked, lease expired); the next delivery is Attempt+1
 	Headers    map[string]string
 	Payload    []byte
 }

@@ -26,8 +26,6 @@ var (
 	removeSrc string
 	//go:embed receive.lua
 	receiveSrc string
-	//go:embed ack.lua
-	ackSrc string
 	//go:embed extend.lua
 	extendSrc string
 	//go:embed nack.lua
@@ -36,6 +34,8 @@ var (
 	reclaimSrc string
 	//go:embed redrive.lua
 	redriveSrc string
+	//go:embed release.lua
+	releaseSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -46,11 +46,11 @@ var (
 	Transfer = redis.NewScript(prelude + transferSrc) // transfer.lua
 	Remove   = redis.NewScript(prelude + removeSrc)   // remove.lua
 	Receive  = redis.NewScript(prelude + receiveSrc)  // receive.lua
-	Ack      = redis.NewScript(prelude + ackSrc)      // ack.lua
 	Extend   = redis.NewScript(prelude + extendSrc)   // extend.lua
 	Nack     = redis.NewScript(prelude + nackSrc)     // nack.lua
 	Reclaim  = redis.NewScript(prelude + reclaimSrc)  // reclaim.lua
 	Redrive  = redis.NewScript(prelude + redriveSrc)  // redrive.lua
+	Release  = redis.NewScript(prelude + releaseSrc)  // release.lua
 )
 
 // Offer statuses returned by offer.lua.

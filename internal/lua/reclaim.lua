@@ -1,5 +1,6 @@
 -- reclaim: make items whose lease expired ready again, at the head of the
--- list (next to be received), earliest lease first. Items that used up their attempts are not
+-- list (next to be received), earliest lease first, with the failed delivery
+-- counted in the envelope's attempt counter. Items that used up their attempts are not
 -- moved: they are returned for the caller to dead-letter with a reason, and
 -- their lease is pushed ARGV[3] ms ahead so other reclaimers leave them alone
 -- meanwhile (if the caller dies, they come back after that).
@@ -24,12 +25,12 @@ for i = 1, #tokens do
   local env = redis.call('HGET', KEYS[2], token)
   if not env then
     redis.call('ZREM', KEYS[1], token)
-  elseif attempt_of(env) >= max then
+  elseif attempt_of(env) + 1 >= max then
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), token)
     out[#out + 1] = token
     out[#out + 1] = env
   else
-    back[#back + 1] = env
+    back[#back + 1] = with_attempt(env, attempt_of(env) + 1)
     redis.call('HDEL', KEYS[2], token)
     redis.call('ZREM', KEYS[1], token)
   end

@@ -1,0 +1,22 @@
+-- release: give leased items back unhandled (a consumer shutting down with
+-- items leased ahead of its handlers). They return to the head of the ready
+-- list, first token first, and no delivery is counted against them.
+--
+-- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
+-- KEYS[2] -> redelay:{q}:inflight   HASH  token -> envelope
+-- KEYS[3] -> redelay:{q}:ready      LIST
+-- ARGV    -> lease tokens, in the order the items were received
+--
+-- Output: how many were released (a lost lease is skipped).
+
+local n = 0
+for i = #ARGV, 1, -1 do
+  local env = redis.call('HGET', KEYS[2], ARGV[i])
+  if env then
+    redis.call('HDEL', KEYS[2], ARGV[i])
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    redis.call('RPUSH', KEYS[3], env)
+    n = n + 1
+  end
+end
+return n
