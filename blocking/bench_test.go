@@ -339,42 +339,8 @@ func BenchmarkRawRPOP(b *testing.B) {
 	})
 }
 
-// benchPaired runs two operations alternately, one call of each per op
-// (which goes first alternates too), and reports the mean time of each
-// ("<name>-ns"), the first's extra time over the second ("extra-ns") and
-// the ratio of the first to the second. Both see the same moment's machine:
-// on a shared or virtual machine the latency of a single round trip drifts
-// between two consecutive benchmarks by more than the difference being
-// measured (see docs/benchmarks.md). The extra time is the steadier figure:
-// the ratio still shrinks when every round trip gets slower.
-func benchPaired(b *testing.B, nameA string, a func() error, nameB string, fb func() error) {
-	b.Helper()
-	var ta, tb time.Duration
-	timed := func(f func() error, acc *time.Duration) {
-		t0 := time.Now()
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-		*acc += time.Since(t0)
-	}
-	for i := range b.N {
-		if i%2 == 0 {
-			timed(a, &ta)
-			timed(fb, &tb)
-		} else {
-			timed(fb, &tb)
-			timed(a, &ta)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(ta.Nanoseconds())/float64(b.N), nameA+"-ns")
-	b.ReportMetric(float64(tb.Nanoseconds())/float64(b.N), nameB+"-ns")
-	b.ReportMetric(float64((ta-tb).Nanoseconds())/float64(b.N), "extra-ns")
-	b.ReportMetric(float64(ta)/float64(tb), "ratio")
-}
-
 // BenchmarkPaired times each single-item call against its raw baseline
-// call by call (see benchPaired): Offer against LPUSH, Take against RPOP.
+// call by call (see redistest.Paired): Offer against LPUSH, Take against RPOP.
 // One op is one call of each.
 func BenchmarkPaired(b *testing.B) {
 	ctx := context.Background()
@@ -386,7 +352,7 @@ func BenchmarkPaired(b *testing.B) {
 		v := newBenchValue(1)
 		b.ReportAllocs()
 		b.ResetTimer()
-		benchPaired(b,
+		redistest.Paired(b,
 			"offer", func() error { return q.Offer(ctx, v) },
 			"lpush", func() error { return rdb.LPush(ctx, list, raw).Err() })
 	})
@@ -402,7 +368,7 @@ func BenchmarkPaired(b *testing.B) {
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		benchPaired(b,
+		redistest.Paired(b,
 			"take", func() error { _, err := q.Take(ctx); return err },
 			"rpop", func() error { return rdb.RPop(ctx, list).Err() })
 	})

@@ -480,42 +480,8 @@ func BenchmarkSpikeDrain(b *testing.B) {
 	b.ReportMetric(float64(b.N*benchSpikeItems)/total.Seconds(), "items/s")
 }
 
-// benchPaired runs two operations alternately, one call of each per op
-// (which goes first alternates too), and reports the mean time of each
-// ("<name>-ns"), the first's extra time over the second ("extra-ns") and
-// the ratio of the first to the second. Both see the same moment's machine:
-// on a shared or virtual machine the latency of a single round trip drifts
-// between two consecutive benchmarks by more than the difference being
-// measured (see docs/benchmarks.md). The extra time is the steadier figure:
-// the ratio still shrinks when every round trip gets slower.
-func benchPaired(b *testing.B, nameA string, a func() error, nameB string, fb func() error) {
-	b.Helper()
-	var ta, tb time.Duration
-	timed := func(f func() error, acc *time.Duration) {
-		t0 := time.Now()
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-		*acc += time.Since(t0)
-	}
-	for i := range b.N {
-		if i%2 == 0 {
-			timed(a, &ta)
-			timed(fb, &tb)
-		} else {
-			timed(fb, &tb)
-			timed(a, &ta)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(ta.Nanoseconds())/float64(b.N), nameA+"-ns")
-	b.ReportMetric(float64(tb.Nanoseconds())/float64(b.N), nameB+"-ns")
-	b.ReportMetric(float64((ta-tb).Nanoseconds())/float64(b.N), "extra-ns")
-	b.ReportMetric(float64(ta)/float64(tb), "ratio")
-}
-
 // BenchmarkPaired times each single-item call against the raw ZADD baseline
-// call by call (see benchPaired): Offer (due in an hour) against ZADD, and
+// call by call (see redistest.Paired): Offer (due in an hour) against ZADD, and
 // Remove of a pending item (among benchPairedBacklog others) against ZADD.
 // One op is one call of each.
 func BenchmarkPaired(b *testing.B) {
@@ -545,7 +511,7 @@ func BenchmarkPaired(b *testing.B) {
 		v := newBenchValue(1)
 		b.ReportAllocs()
 		b.ResetTimer()
-		benchPaired(b,
+		redistest.Paired(b,
 			"offer", func() error { _, err := dq.Offer(ctx, v, benchFar); return err },
 			"zadd", raw)
 	})
@@ -564,7 +530,7 @@ func BenchmarkPaired(b *testing.B) {
 		next := 0
 		b.ReportAllocs()
 		b.ResetTimer()
-		benchPaired(b,
+		redistest.Paired(b,
 			"remove", func() error {
 				ok, err := dq.Remove(ctx, ids[next])
 				next++

@@ -6,25 +6,18 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- be64 encodes a non-negative integer as 8 big-endian bytes.
-local function be64(n)
+-- be encodes a non-negative integer as width big-endian bytes.
+local function be(n, width)
   local b = {}
-  for i = 8, 1, -1 do
+  for i = width, 1, -1 do
     b[i] = n % 256
     n = math.floor(n / 256)
   end
   return string.char(unpack(b))
 end
 
--- be32 encodes a non-negative integer as 4 big-endian bytes.
-local function be32(n)
-  local b = {}
-  for i = 4, 1, -1 do
-    b[i] = n % 256
-    n = math.floor(n / 256)
-  end
-  return string.char(unpack(b))
-end
+local function be64(n) return be(n, 8) end
+local function be32(n) return be(n, 4) end
 
 -- read_be32 decodes 4 big-endian bytes of s starting at pos.
 local function read_be32(s, pos)
