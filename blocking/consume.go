@@ -295,7 +295,10 @@ func (c *consumer[T]) track(d *Delivery[T], on bool) {
 // handle runs the handler and settles the delivery.
 func (c *consumer[T]) handle(ctx context.Context, d *Delivery[T]) {
 	defer c.track(d, false)
-	err := c.run(ctx, d)
+	pctx, span := c.q.core.Tel.StartProcess(ctx, d.ID, d.Attempt, d.Headers)
+	start := time.Now()
+	err := c.run(pctx, d)
+	c.q.core.Tel.Processed(pctx, span, time.Since(start), err)
 	var settleErr error
 	if err == nil {
 		done := make(chan error, 1)

@@ -6,6 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/transfer"
@@ -112,4 +116,25 @@ func WithMaxAttempts(n int) Option {
 		}
 		o.cfg.MaxAttempts = n
 	}
+}
+
+// WithTracerProvider sets where the queue's spans go. Default: the otel
+// global TracerProvider (a no-op until the application installs an SDK).
+// See package tracing for the spans.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.cfg.Telemetry.TracerProvider = tp }
+}
+
+// WithMeterProvider sets where the queue's metrics go. Default: the otel
+// global MeterProvider. See package tracing for the metrics.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.cfg.Telemetry.MeterProvider = mp }
+}
+
+// WithPropagator sets how trace context travels in an item's headers, from
+// the producer's span to the consumer's. Default: the otel global
+// propagator (a no-op until the application sets one, e.g.
+// propagation.TraceContext{}).
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(o *options) { o.cfg.Telemetry.Propagator = p }
 }

@@ -54,7 +54,23 @@ func (q *Queue[T]) Offer(ctx context.Context, v T) error {
 	if err := q.core.Err(); err != nil {
 		return err
 	}
-	env, err := q.core.Encode(queue.NewID(), v, 0, nil)
+	id := queue.NewID()
+	ctx, span, headers := q.core.Tel.StartSend(ctx, id, 0)
+	err := q.offer(ctx, id, v, headers)
+	q.core.Tel.Sent(ctx, span, offered(err), err)
+	return err
+}
+
+// offered is how many items an offer that ended with err stored.
+func offered(err error) int {
+	if err != nil {
+		return 0
+	}
+	return 1
+}
+
+func (q *Queue[T]) offer(ctx context.Context, id string, v T, headers map[string]string) error {
+	env, err := q.core.Encode(id, v, 0, headers)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
@@ -91,13 +107,15 @@ func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error
 	if err := q.core.StartTransfer(); err != nil {
 		return zero, false, err
 	}
+	start := time.Now()
 	for {
 		raw, err := q.pop(ctx, deadline)
 		if err != nil || raw == nil {
 			return zero, false, err
 		}
-		v, err := q.decode(raw)
+		v, e, err := q.decode(raw)
 		if err == nil {
+			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
 			return v, true, nil
 		}
 		q.deadLetterPoison(ctx, raw, err)
@@ -144,16 +162,16 @@ func (q *Queue[T]) pop(ctx context.Context, deadline time.Time) ([]byte, error) 
 	}
 }
 
-func (q *Queue[T]) decode(raw []byte) (T, error) {
+func (q *Queue[T]) decode(raw []byte) (T, envelope.Envelope, error) {
 	var v T
 	e, err := envelope.Unmarshal(raw)
 	if err != nil {
-		return v, err
+		return v, e, err
 	}
 	if err := q.core.Cfg.Codec.Unmarshal(e.Payload, &v); err != nil {
-		return v, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
+		return v, e, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
 	}
-	return v, nil
+	return v, e, nil
 }
 
 // deadLetterPoison keeps an undecodable item on the dead-letter list, with
@@ -167,6 +185,7 @@ func (q *Queue[T]) deadLetterPoison(ctx context.Context, raw []byte, reason erro
 		log.Error("redelay: undecodable item could not be dead-lettered and is dropped", "err", err)
 		return
 	}
+	q.core.Tel.DeadLettered(ctx, 1)
 	log.Warn("redelay: undecodable item moved to dead letters", "dead_letter_list", dead)
 }
 

@@ -57,6 +57,7 @@ func (q *Queue[T]) receive(ctx context.Context, max int) ([]*Delivery[T], error)
 	}
 	cmdCtx := context.WithoutCancel(ctx) // see pop: never abandon a reply
 	k := q.core.Keys
+	start := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
@@ -89,6 +90,7 @@ func (q *Queue[T]) receive(ctx context.Context, max int) ([]*Delivery[T], error)
 				q.buryUndecodable(cmdCtx, token, []byte(raw), err)
 				continue
 			}
+			q.core.Tel.Received(ctx, start, d.ID, d.Attempt, d.DueAt, d.Headers)
 			ds = append(ds, d)
 		}
 		if len(ds) > 0 {
@@ -138,6 +140,7 @@ func (q *Queue[T]) buryUndecodable(ctx context.Context, token string, raw []byte
 		log.Error("redelay: undecodable item could not be dead-lettered", "err", err)
 		return
 	}
+	q.core.Tel.DeadLettered(ctx, 1)
 	log.Warn("redelay: undecodable item moved to dead letters")
 }
 
@@ -172,6 +175,8 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 		return nil
 	})
 	errs := make([]error, len(ds))
+	acked := 0
+	defer func() { q.core.Tel.Acked(ctx, acked) }()
 	for i, d := range ds {
 		switch {
 		case dels[i].Err() != nil:
@@ -180,6 +185,8 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), err)
 		case dels[i].Val() == 0:
 			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), ErrLeaseLost)
+		default:
+			acked++
 		}
 	}
 	return errs
@@ -232,7 +239,10 @@ func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason stri
 	if n == lua.NackLeaseLost {
 		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), ErrLeaseLost)
 	}
-	if n == lua.NackDead {
+	if n != lua.NackDead {
+		d.q.core.Tel.Nacked(ctx)
+	} else {
+		d.q.core.Tel.DeadLettered(ctx, 1)
 		d.q.core.Cfg.Logger.Warn("redelay: item dead-lettered after its last attempt",
 			"queue", d.q.Name(), "id", d.ID, "attempt", d.Attempt, "error", reason)
 	}

@@ -27,6 +27,13 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 	if delay < 0 {
 		return nil, fmt.Errorf("offer batch: negative delay %v: %w", delay, ErrInvalidArgument)
 	}
+	ctx, span, headers := d.core.Tel.StartSendBatch(ctx, len(values), delay)
+	ids, err := d.offerBatch(ctx, values, delay, headers)
+	d.core.Tel.Sent(ctx, span, len(ids), err)
+	return ids, err
+}
+
+func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, headers map[string]string) ([]string, error) {
 	k := d.core.Keys
 	keys := []string{k.Delayed, k.Items, k.Seq, k.Ready}
 	// A pipeline sends only EVALSHA, so make sure the script is loaded.
@@ -40,7 +47,7 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 		envs := make([][]byte, len(chunk))
 		for i, v := range chunk {
 			chunkIDs[i] = queue.NewID()
-			env, err := d.core.Encode(chunkIDs[i], v, 0, nil)
+			env, err := d.core.Encode(chunkIDs[i], v, 0, headers)
 			if err != nil {
 				return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, start+i, err)
 			}

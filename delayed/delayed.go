@@ -132,23 +132,41 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode string, ms int64, opts [
 	case id == "":
 		id = queue.NewID()
 	}
-	env, err := d.core.Encode(id, v, 0, nil)
+	delay := time.Duration(ms) * time.Millisecond
+	if mode == "at" {
+		delay = time.Until(time.UnixMilli(ms))
+	}
+	ctx, span, headers := d.core.Tel.StartSend(ctx, id, max(delay, 0))
+	err := d.send(ctx, id, v, mode, ms, headers)
+	sent := 1
 	if err != nil {
-		return "", fmt.Errorf("offer %s: %w", d.core.Keys.Name, err)
+		sent = 0
+	}
+	d.core.Tel.Sent(ctx, span, sent, err)
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func (d *Queue[T]) send(ctx context.Context, id string, v T, mode string, ms int64, headers map[string]string) error {
+	env, err := d.core.Encode(id, v, 0, headers)
+	if err != nil {
+		return fmt.Errorf("offer %s: %w", d.core.Keys.Name, err)
 	}
 	k := d.core.Keys
 	res, err := lua.Offer.Run(ctx, d.core.RDB, []string{k.Delayed, k.Items, k.Seq, k.Ready},
 		id, env, mode, ms, k.Wake).Int64Slice()
 	if err != nil {
-		return "", fmt.Errorf("offer %s: %w", k.Name, err)
+		return fmt.Errorf("offer %s: %w", k.Name, err)
 	}
 	if len(res) != 3 {
-		return "", fmt.Errorf("offer %s: unexpected reply %v", k.Name, res)
+		return fmt.Errorf("offer %s: unexpected reply %v", k.Name, res)
 	}
 	if res[0] == lua.OfferDuplicate {
-		return "", fmt.Errorf("offer %s: id %q is pending: %w", k.Name, id, ErrDuplicate)
+		return fmt.Errorf("offer %s: id %q is pending: %w", k.Name, id, ErrDuplicate)
 	}
-	return id, nil
+	return nil
 }
 
 // Remove cancels the pending item with this ID, in O(log N). It returns

@@ -64,6 +64,7 @@ func (w *worker) bury(ctx context.Context, token, raw string) error {
 		return fmt.Errorf("dead-letter %s of %s: %w", id, k.Name, err)
 	}
 	if n == lua.NackDead {
+		w.t.Telemetry.DeadLettered(ctx, 1)
 		w.t.Logger.Warn("redelay: item dead-lettered after its last lease expired",
 			"queue", k.Name, "id", id, "max_attempts", w.t.MaxAttempts)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/tracing"
 )
 
 // Defaults for [Target] fields left zero.
@@ -35,6 +36,8 @@ type Target struct {
 	// MaxAttempts: an item whose lease expires after this many deliveries
 	// is dead-lettered instead of made ready again. 0 means DefaultMaxAttempts.
 	MaxAttempts int
+	// Telemetry records transfer spans and metrics; nil records nothing.
+	Telemetry *tracing.Queue
 }
 
 // registry holds the one Service per client. It is the only package-level

@@ -83,7 +83,9 @@ func (w *worker) run() {
 // drain moves due items until a batch comes back short, reclaims expired
 // leases, then returns how long to sleep before the next item falls due or
 // lease expires (at most the sweep interval).
-func (w *worker) drain(ctx context.Context) (time.Duration, error) {
+func (w *worker) drain(ctx context.Context) (wait time.Duration, err error) {
+	start, moved := time.Now(), 0
+	defer func() { w.t.Telemetry.Transferred(ctx, start, moved, err) }()
 	k := w.t.Keys
 	for {
 		select {
@@ -98,8 +100,9 @@ func (w *worker) drain(ctx context.Context) (time.Duration, error) {
 		if len(res) != 3 {
 			return 0, fmt.Errorf("transfer %s: unexpected reply %v", k.Name, res)
 		}
-		moved, next, now := res[0], res[1], res[2]
-		if moved >= int64(w.t.BatchSize) {
+		n, next, now := res[0], res[1], res[2]
+		moved += int(n)
+		if n >= int64(w.t.BatchSize) {
 			continue // a full batch: more may be due
 		}
 		wait := w.t.Sweep

@@ -18,6 +18,7 @@ import (
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/tracing"
 	"github.com/redelay/redelay/transfer"
 )
 
@@ -49,6 +50,8 @@ type Config struct {
 	// MaxAttempts is how many deliveries an item gets before it is
 	// dead-lettered.
 	MaxAttempts int
+	// Telemetry selects the OpenTelemetry providers (nil: the globals).
+	Telemetry tracing.Config
 }
 
 // Defaults for at-least-once delivery.
@@ -62,12 +65,14 @@ type Core struct {
 	RDB   redis.UniversalClient
 	Keys  keys.Queue
 	Cfg   Config
+	Tel   *tracing.Queue // spans and metrics of this queue
 	err   error
 	block time.Duration // MaxBlock, or less when the client's read timeout is short
 
-	mu     sync.Mutex
-	regs   []*transfer.Registration
-	closed bool
+	mu          sync.Mutex
+	regs        []*transfer.Registration
+	closed      bool
+	stopGauging func()
 }
 
 // New validates its arguments; a problem is kept and returned by every call
@@ -101,17 +106,46 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 	}
 	c.Keys = k
 	c.block = blockFor(rdb)
+	c.instrument()
 	return c
+}
+
+// instrument creates the queue's telemetry and registers its depth gauge.
+func (c *Core) instrument() {
+	if c.err != nil {
+		c.stopGauging = func() {}
+		return
+	}
+	c.Tel = tracing.New(c.Cfg.Telemetry, c.Keys.Name)
+	c.stopGauging = c.Tel.RegisterDepth(c.depths)
+}
+
+// depths reads the queue's depth by state in one round trip.
+func (c *Core) depths(ctx context.Context) (delayed, ready, inflight, dead int64, err error) {
+	k := c.Keys
+	var cmds [4]*redis.IntCmd
+	_, err = c.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmds[0] = p.ZCard(ctx, k.Delayed)
+		cmds[1] = p.LLen(ctx, k.Ready)
+		cmds[2] = p.HLen(ctx, k.Inflight)
+		cmds[3] = p.LLen(ctx, k.Dead().Ready)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("depth of %s: %w", k.Name, err)
+	}
+	return cmds[0].Val(), cmds[1].Val(), cmds[2].Val(), cmds[3].Val(), nil
 }
 
 // Invalid returns a core whose every call fails with ErrInvalidQueue and why.
 func Invalid(why error) *Core {
-	return &Core{err: fmt.Errorf("%w: %w", ErrInvalidQueue, why), Cfg: Config{Logger: slog.Default()}}
+	return &Core{err: fmt.Errorf("%w: %w", ErrInvalidQueue, why), Cfg: Config{Logger: slog.Default()}, stopGauging: func() {}}
 }
 
 // Child returns the core of a queue sharing c's hash tag and settings.
 func (c *Core) Child(sub string) *Core {
 	cc := &Core{RDB: c.RDB, Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, block: c.block}
+	cc.instrument()
 	return cc
 }
 
@@ -212,7 +246,7 @@ func (c *Core) Register() (*transfer.Registration, error) {
 func (c *Core) register() (*transfer.Registration, error) {
 	r, err := transfer.Register(c.RDB, transfer.Target{
 		Keys: c.Keys, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
-		MaxAttempts: c.Cfg.MaxAttempts,
+		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)
@@ -225,10 +259,15 @@ func (c *Core) Close() error {
 	c.mu.Lock()
 	regs := c.regs
 	c.regs = nil
+	stop := c.stopGauging
+	c.stopGauging = func() {}
 	c.closed = true
 	c.mu.Unlock()
 	for _, r := range regs {
 		r.Close()
+	}
+	if stop != nil {
+		stop()
 	}
 	return nil
 }

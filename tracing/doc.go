@@ -1,0 +1,44 @@
+// Package tracing is redelay's OpenTelemetry instrumentation: spans that
+// follow an item from the request that offered it to the handler that
+// processed it, and metrics for throughput, lateness and queue depth.
+//
+// Queues are instrumented through their options (blocking.WithTracerProvider,
+// blocking.WithMeterProvider, blocking.WithPropagator); by default they use
+// the otel global providers and propagator, which do nothing until the
+// application installs an SDK, so an application that does not use
+// OpenTelemetry pays almost nothing.
+//
+// # Spans
+//
+// Names and attributes follow the OpenTelemetry messaging semantic
+// conventions (semconv v1.43.0), with messaging.system "redelay":
+//
+//   - "send <queue>" (PRODUCER) for every offer, immediate or delayed, with
+//     messaging.message.id, messaging.operation.type "send" and
+//     redelay.delay_ms. Its context travels in the item's envelope headers.
+//   - "receive <queue>" (CONSUMER) for Take and Receive, from the moment the
+//     call started waiting to the moment it got the item. When the caller's
+//     context has a span, it is the parent and the producer's span is
+//     linked; otherwise the span joins the producer's trace as its child.
+//   - "process <queue>" (CONSUMER) around each Consume handler, a child of
+//     the producer's span, so work done in another process lands in the
+//     request's trace; the handler's context carries it. Retries keep the
+//     original producer, because the headers travel with the item.
+//   - "transfer <queue>" (INTERNAL) for a transfer run that moved items, with
+//     redelay.transfer.moved.
+//
+// # Metrics
+//
+//   - messaging.client.sent.messages, messaging.client.consumed.messages
+//   - redelay.messages.acked, redelay.messages.nacked,
+//     redelay.messages.dead_lettered
+//   - messaging.process.duration (s), per handler call, with error.type
+//   - redelay.lateness (s): delivery time minus due time, the headline
+//     figure of a delayed queue
+//   - redelay.queue.depth: observable gauge per redelay.queue.state
+//     (delayed, ready, inflight, dead), read in one pipelined round trip per
+//     collection
+//   - redelay.transfer.batch.size, redelay.transfer.errors
+//
+// Every metric carries messaging.system and messaging.destination.name.
+package tracing

@@ -1,0 +1,348 @@
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of redelay's tracer and meter.
+const ScopeName = "github.com/redelay/redelay"
+
+// System is the messaging.system attribute value.
+const System = "redelay"
+
+// Attribute keys of redelay's own.
+const (
+	DelayKey         = attribute.Key("redelay.delay_ms")
+	AttemptKey       = attribute.Key("redelay.attempt")
+	QueueStateKey    = attribute.Key("redelay.queue.state")
+	TransferMovedKey = attribute.Key("redelay.transfer.moved")
+)
+
+// Config selects the providers; nil fields mean the otel globals.
+type Config struct {
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	Propagator     propagation.TextMapPropagator
+}
+
+// Queue is the instrumentation of one queue. The zero value and a nil
+// *Queue are valid and do nothing.
+type Queue struct {
+	name   string
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+	attrs  metric.MeasurementOption // system + destination, shared by every measurement
+	common []attribute.KeyValue
+
+	sent, consumed, acked, nacked, dead, transferErrors metric.Int64Counter
+	process, lateness                                   metric.Float64Histogram
+	batch                                               metric.Int64Histogram
+	meter                                               metric.Meter
+}
+
+// New instruments the queue called name. Instrument creation errors (a
+// misbehaving SDK) leave that instrument a no-op; they are reported to the
+// otel error handler.
+func New(cfg Config, name string) *Queue {
+	tp, mp, prop := cfg.TracerProvider, cfg.MeterProvider, cfg.Propagator
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if prop == nil {
+		prop = otel.GetTextMapPropagator()
+	}
+	m := mp.Meter(ScopeName)
+	common := []attribute.KeyValue{semconv.MessagingSystemKey.String(System), semconv.MessagingDestinationName(name)}
+	q := &Queue{
+		name:   name,
+		tracer: tp.Tracer(ScopeName),
+		prop:   prop,
+		common: common,
+		attrs:  metric.WithAttributeSet(attribute.NewSet(common...)),
+		meter:  m,
+	}
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit("{message}"), metric.WithDescription(desc))
+		if err != nil {
+			otel.Handle(err)
+		}
+		return c
+	}
+	q.sent = counter("messaging.client.sent.messages", "Items offered.")
+	q.consumed = counter("messaging.client.consumed.messages", "Items taken or received.")
+	q.acked = counter("redelay.messages.acked", "Deliveries acked.")
+	q.nacked = counter("redelay.messages.nacked", "Deliveries nacked, to be retried.")
+	q.dead = counter("redelay.messages.dead_lettered", "Items moved to the dead letters.")
+	q.transferErrors = counter("redelay.transfer.errors", "Failed transfer runs.")
+	var err error
+	if q.process, err = m.Float64Histogram("messaging.process.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of Consume handler calls.")); err != nil {
+		otel.Handle(err)
+	}
+	if q.lateness, err = m.Float64Histogram("redelay.lateness", metric.WithUnit("s"),
+		metric.WithDescription("Delivery time minus due time."),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)); err != nil {
+		otel.Handle(err)
+	}
+	if q.batch, err = m.Int64Histogram("redelay.transfer.batch.size", metric.WithUnit("{message}"),
+		metric.WithDescription("Items moved by one transfer run."),
+		metric.WithExplicitBucketBoundaries(1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000, 100000)); err != nil {
+		otel.Handle(err)
+	}
+	return q
+}
+
+// Carrier is an envelope's header map as a propagation carrier that
+// allocates only when a propagator writes something.
+type Carrier struct{ M map[string]string }
+
+// Get implements propagation.TextMapCarrier.
+func (c *Carrier) Get(key string) string { return c.M[key] }
+
+// Set implements propagation.TextMapCarrier.
+func (c *Carrier) Set(key, value string) {
+	if c.M == nil {
+		c.M = make(map[string]string, 2)
+	}
+	c.M[key] = value
+}
+
+// Keys implements propagation.TextMapCarrier.
+func (c *Carrier) Keys() []string {
+	keys := make([]string, 0, len(c.M))
+	for k := range c.M {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// StartSend starts the PRODUCER span of one offer and returns the headers
+// that carry its context (nil when the propagator writes nothing).
+func (q *Queue) StartSend(ctx context.Context, id string, delay time.Duration) (context.Context, trace.Span, map[string]string) {
+	if q == nil {
+		return ctx, trace.SpanFromContext(ctx), nil
+	}
+	ctx, span := q.tracer.Start(ctx, "send "+q.name, trace.WithSpanKind(trace.SpanKindProducer))
+	if span.IsRecording() {
+		span.SetAttributes(q.common...)
+		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+			semconv.MessagingMessageID(id), DelayKey.Int64(delay.Milliseconds()))
+	}
+	var c Carrier
+	q.prop.Inject(ctx, &c)
+	return ctx, span, c.M
+}
+
+// StartSendBatch starts one PRODUCER span for a batch of n offers; every
+// item of the batch carries the returned headers.
+func (q *Queue) StartSendBatch(ctx context.Context, n int, delay time.Duration) (context.Context, trace.Span, map[string]string) {
+	if q == nil {
+		return ctx, trace.SpanFromContext(ctx), nil
+	}
+	ctx, span := q.tracer.Start(ctx, "send "+q.name, trace.WithSpanKind(trace.SpanKindProducer))
+	if span.IsRecording() {
+		span.SetAttributes(q.common...)
+		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+			semconv.MessagingBatchMessageCount(n), DelayKey.Int64(delay.Milliseconds()))
+	}
+	var c Carrier
+	q.prop.Inject(ctx, &c)
+	return ctx, span, c.M
+}
+
+// Sent ends a send span (recording err) and counts the n items that were
+// offered.
+func (q *Queue) Sent(ctx context.Context, span trace.Span, n int, err error) {
+	if q == nil {
+		return
+	}
+	End(span, err)
+	if n > 0 {
+		q.sent.Add(ctx, int64(n), q.attrs)
+	}
+}
+
+// Received records one item taken or received: the CONSUMER span from
+// start (when the call began waiting) to now, and the consumed count and
+// lateness. It returns ctx with the receive span, already ended.
+func (q *Queue) Received(ctx context.Context, start time.Time, id string, attempt int, due time.Time, headers map[string]string) context.Context {
+	if q == nil {
+		return ctx
+	}
+	now := time.Now()
+	q.consumed.Add(ctx, 1, q.attrs)
+	if !due.IsZero() {
+		q.lateness.Record(ctx, max(now.Sub(due), 0).Seconds(), q.attrs)
+	}
+	producer := q.producer(headers)
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(start)}
+	parent := ctx
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		if producer.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: producer}))
+		}
+	} else if producer.IsValid() {
+		parent = trace.ContextWithRemoteSpanContext(ctx, producer)
+	}
+	ctx, span := q.tracer.Start(parent, "receive "+q.name, opts...)
+	if span.IsRecording() {
+		span.SetAttributes(q.common...)
+		span.SetAttributes(semconv.MessagingOperationTypeReceive, semconv.MessagingOperationName("receive"),
+			semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
+	}
+	span.End(trace.WithTimestamp(now))
+	return ctx
+}
+
+// StartProcess starts the CONSUMER span around one Consume handler call, a
+// child of the producer's span (a link to it when ctx already has a span).
+func (q *Queue) StartProcess(ctx context.Context, id string, attempt int, headers map[string]string) (context.Context, trace.Span) {
+	if q == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	producer := q.producer(headers)
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+	parent := ctx
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		if producer.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: producer}))
+		}
+	} else if producer.IsValid() {
+		parent = trace.ContextWithRemoteSpanContext(ctx, producer)
+	}
+	ctx, span := q.tracer.Start(parent, "process "+q.name, opts...)
+	if span.IsRecording() {
+		span.SetAttributes(q.common...)
+		span.SetAttributes(semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
+			semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
+	}
+	return ctx, span
+}
+
+// Processed ends a process span and records the handler's duration.
+func (q *Queue) Processed(ctx context.Context, span trace.Span, took time.Duration, err error) {
+	if q == nil {
+		return
+	}
+	End(span, err)
+	if err != nil {
+		q.process.Record(ctx, took.Seconds(), metric.WithAttributes(append(q.common, semconv.ErrorTypeKey.String(errorType(err)))...))
+		return
+	}
+	q.process.Record(ctx, took.Seconds(), q.attrs)
+}
+
+// Acked counts acked deliveries.
+func (q *Queue) Acked(ctx context.Context, n int) {
+	if q != nil && n > 0 {
+		q.acked.Add(ctx, int64(n), q.attrs)
+	}
+}
+
+// Nacked counts deliveries given back for a retry.
+func (q *Queue) Nacked(ctx context.Context) {
+	if q != nil {
+		q.nacked.Add(ctx, 1, q.attrs)
+	}
+}
+
+// DeadLettered counts items moved to the dead letters.
+func (q *Queue) DeadLettered(ctx context.Context, n int) {
+	if q != nil && n > 0 {
+		q.dead.Add(ctx, int64(n), q.attrs)
+	}
+}
+
+// Transferred records a transfer run: a span and the batch size when it
+// moved items, the error count when it failed.
+func (q *Queue) Transferred(ctx context.Context, start time.Time, moved int, err error) {
+	if q == nil {
+		return
+	}
+	if err != nil {
+		q.transferErrors.Add(ctx, 1, q.attrs)
+	}
+	if moved == 0 && err == nil {
+		return // empty runs leave no trace
+	}
+	if moved > 0 {
+		q.batch.Record(ctx, int64(moved), q.attrs)
+	}
+	_, span := q.tracer.Start(ctx, "transfer "+q.name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start))
+	if span.IsRecording() {
+		span.SetAttributes(q.common...)
+		span.SetAttributes(TransferMovedKey.Int(moved))
+	}
+	End(span, err)
+}
+
+// Depths reads a queue's depth by state, for the depth gauge.
+type Depths func(ctx context.Context) (delayed, ready, inflight, dead int64, err error)
+
+// RegisterDepth registers the redelay.queue.depth gauge of this queue,
+// read by read at each collection. The returned function unregisters it.
+func (q *Queue) RegisterDepth(read Depths) (unregister func()) {
+	if q == nil || q.meter == nil {
+		return func() {}
+	}
+	gauge, err := q.meter.Int64ObservableGauge("redelay.queue.depth", metric.WithUnit("{message}"),
+		metric.WithDescription("Items in the queue by state: delayed, ready, inflight, dead."))
+	if err != nil {
+		otel.Handle(err)
+		return func() {}
+	}
+	states := [4]metric.ObserveOption{}
+	for i, s := range []string{"delayed", "ready", "inflight", "dead"} {
+		states[i] = metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue{}, q.common...), QueueStateKey.String(s))...))
+	}
+	reg, err := q.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		delayed, ready, inflight, dead, err := read(ctx)
+		if err != nil {
+			return err
+		}
+		for i, v := range []int64{delayed, ready, inflight, dead} {
+			o.ObserveInt64(gauge, v, states[i])
+		}
+		return nil
+	}, gauge)
+	if err != nil {
+		otel.Handle(err)
+		return func() {}
+	}
+	return func() { _ = reg.Unregister() }
+}
+
+func (q *Queue) producer(headers map[string]string) trace.SpanContext {
+	if len(headers) == 0 {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(q.prop.Extract(context.Background(), &Carrier{M: headers}))
+}
+
+// End ends span, recording err (if any) as an exception event and an error
+// status.
+func End(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// errorType is the error.type attribute for a handler error: its Go type.
+func errorType(err error) string {
+	return fmt.Sprintf("%T", err)
+}
