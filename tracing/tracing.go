@@ -38,11 +38,13 @@ type Config struct {
 // Queue is the instrumentation of one queue. The zero value and a nil
 // *Queue are valid and do nothing.
 type Queue struct {
-	name   string
-	tracer trace.Tracer
-	prop   propagation.TextMapPropagator
-	attrs  metric.MeasurementOption // system + destination, shared by every measurement
-	common []attribute.KeyValue
+	name string
+	// span names, built once
+	sendName, receiveName, processName, transferName string
+	tracer                                           trace.Tracer
+	prop                                             propagation.TextMapPropagator
+	attrs                                            metric.MeasurementOption // system + destination, shared by every measurement
+	common                                           []attribute.KeyValue
 
 	sent, consumed, acked, nacked, dead, transferErrors metric.Int64Counter
 	process, lateness                                   metric.Float64Histogram
@@ -67,12 +69,16 @@ func New(cfg Config, name string) *Queue {
 	m := mp.Meter(ScopeName)
 	common := []attribute.KeyValue{semconv.MessagingSystemKey.String(System), semconv.MessagingDestinationName(name)}
 	q := &Queue{
-		name:   name,
-		tracer: tp.Tracer(ScopeName),
-		prop:   prop,
-		common: common,
-		attrs:  metric.WithAttributeSet(attribute.NewSet(common...)),
-		meter:  m,
+		name:         name,
+		sendName:     "send " + name,
+		receiveName:  "receive " + name,
+		processName:  "process " + name,
+		transferName: "transfer " + name,
+		tracer:       tp.Tracer(ScopeName),
+		prop:         prop,
+		common:       common,
+		attrs:        metric.WithAttributeSet(attribute.NewSet(common...)),
+		meter:        m,
 	}
 	counter := func(name, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit("{message}"), metric.WithDescription(desc))
@@ -135,7 +141,7 @@ func (q *Queue) StartSend(ctx context.Context, id string, delay time.Duration) (
 	if q == nil {
 		return ctx, trace.SpanFromContext(ctx), nil
 	}
-	ctx, span := q.tracer.Start(ctx, "send "+q.name, trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := q.tracer.Start(ctx, q.sendName, trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
@@ -152,7 +158,7 @@ func (q *Queue) StartSendBatch(ctx context.Context, n int, delay time.Duration) 
 	if q == nil {
 		return ctx, trace.SpanFromContext(ctx), nil
 	}
-	ctx, span := q.tracer.Start(ctx, "send "+q.name, trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := q.tracer.Start(ctx, q.sendName, trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
@@ -197,7 +203,7 @@ func (q *Queue) Received(ctx context.Context, start time.Time, id string, attemp
 	} else if producer.IsValid() {
 		parent = trace.ContextWithRemoteSpanContext(ctx, producer)
 	}
-	ctx, span := q.tracer.Start(parent, "receive "+q.name, opts...)
+	ctx, span := q.tracer.Start(parent, q.receiveName, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(semconv.MessagingOperationTypeReceive, semconv.MessagingOperationName("receive"),
@@ -223,7 +229,7 @@ func (q *Queue) StartProcess(ctx context.Context, id string, attempt int, header
 	} else if producer.IsValid() {
 		parent = trace.ContextWithRemoteSpanContext(ctx, producer)
 	}
-	ctx, span := q.tracer.Start(parent, "process "+q.name, opts...)
+	ctx, span := q.tracer.Start(parent, q.processName, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
@@ -281,7 +287,7 @@ func (q *Queue) Transferred(ctx context.Context, start time.Time, moved int, err
 	if moved > 0 {
 		q.batch.Record(ctx, int64(moved), q.attrs)
 	}
-	_, span := q.tracer.Start(ctx, "transfer "+q.name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start))
+	_, span := q.tracer.Start(ctx, q.transferName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start))
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(TransferMovedKey.Int(moved))
