@@ -16,8 +16,9 @@
 //   - "send <queue>" (PRODUCER) for every offer, immediate or delayed, with
 //     messaging.message.id, messaging.operation.type "send" and
 //     redelay.delay_ms. Its context travels in the item's envelope headers.
-//   - "receive <queue>" (CONSUMER) for Take and Receive, from the moment the
-//     call started waiting to the moment it got the item. When the caller's
+//   - "receive <queue>" (CONSUMER) for each item Take, Receive or Consume's
+//     receivers get, from the moment the call started waiting (or the item
+//     fell due, if later) to the moment it got the item. When the caller's
 //     context has a span, it is the parent and the producer's span is
 //     linked; otherwise the span joins the producer's trace as its child.
 //   - "process <queue>" (CONSUMER) around each Consume handler, a child of
@@ -25,7 +26,7 @@
 //     request's trace; the handler's context carries it. Retries keep the
 //     original producer, because the headers travel with the item.
 //   - "transfer <queue>" (INTERNAL) for a transfer run that moved items, with
-//     redelay.transfer.moved.
+//     redelay.transfer.moved; a root span of its own (it serves many traces).
 //
 // # Metrics
 //
@@ -38,7 +39,7 @@
 //   - redelay.queue.depth: observable gauge per redelay.queue.state
 //     (delayed, ready, inflight, dead), read in one pipelined round trip per
 //     collection
-//   - redelay.transfer.batch.size, redelay.transfer.errors
+//   - redelay.transfer.batch.size ({message}), redelay.transfer.errors ({run})
 //
 // Every metric carries messaging.system and messaging.destination.name.
 package tracing

@@ -80,19 +80,19 @@ func New(cfg Config, name string) *Queue {
 		attrs:        metric.WithAttributeSet(attribute.NewSet(common...)),
 		meter:        m,
 	}
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithUnit("{message}"), metric.WithDescription(desc))
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		if err != nil {
 			otel.Handle(err)
 		}
 		return c
 	}
-	q.sent = counter("messaging.client.sent.messages", "Items offered.")
-	q.consumed = counter("messaging.client.consumed.messages", "Items taken or received.")
-	q.acked = counter("redelay.messages.acked", "Deliveries acked.")
-	q.nacked = counter("redelay.messages.nacked", "Deliveries nacked, to be retried.")
-	q.dead = counter("redelay.messages.dead_lettered", "Items moved to the dead letters.")
-	q.transferErrors = counter("redelay.transfer.errors", "Failed transfer runs.")
+	q.sent = counter("messaging.client.sent.messages", "{message}", "Items offered.")
+	q.consumed = counter("messaging.client.consumed.messages", "{message}", "Items taken or received.")
+	q.acked = counter("redelay.messages.acked", "{message}", "Deliveries acked.")
+	q.nacked = counter("redelay.messages.nacked", "{message}", "Deliveries nacked, to be retried.")
+	q.dead = counter("redelay.messages.dead_lettered", "{message}", "Items moved to the dead letters.")
+	q.transferErrors = counter("redelay.transfer.errors", "{run}", "Failed transfer runs.")
 	var err error
 	if q.process, err = m.Float64Histogram("messaging.process.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of Consume handler calls.")); err != nil {
@@ -182,13 +182,19 @@ func (q *Queue) Sent(ctx context.Context, span trace.Span, n int, err error) {
 }
 
 // Received records one item taken or received: the CONSUMER span from
-// start (when the call began waiting) to now, and the consumed count and
-// lateness. It returns ctx with the receive span, already ended.
+// start (when the call began waiting, or the item's due time if later) to
+// now, and the consumed count and lateness. It returns ctx with the receive span, already ended.
 func (q *Queue) Received(ctx context.Context, start time.Time, id string, attempt int, due time.Time, headers map[string]string) context.Context {
 	if q == nil {
 		return ctx
 	}
 	now := time.Now()
+	// A consumer that was already waiting when the item was offered did
+	// not wait for this item before it was due: start there, so the span
+	// never begins before its producer's.
+	if due.After(start) && due.Before(now) {
+		start = due
+	}
 	q.consumed.Add(ctx, 1, q.attrs)
 	if !due.IsZero() {
 		q.lateness.Record(ctx, max(now.Sub(due), 0).Seconds(), q.attrs)
