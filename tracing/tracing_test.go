@@ -137,8 +137,12 @@ func TestSpansCrossTheQueue(t *testing.T) {
 	if len(transfers) == 0 {
 		t.Fatal("no transfer span")
 	}
-	if v, _ := attr(transfers[0], "redelay.transfer.moved"); v.AsInt64() < 1 {
-		t.Errorf("transfer span moved = %v", v)
+	// Runs that moved nothing (the sweep, wake-ups for nothing) leave no span.
+	time.Sleep(1200 * time.Millisecond) // at least one idle sweep
+	for _, s := range b.find(t, "transfer "+name) {
+		if v, _ := attr(s, "redelay.transfer.moved"); v.AsInt64() < 1 {
+			t.Errorf("transfer span with moved = %v", v)
+		}
 	}
 }
 
@@ -221,6 +225,36 @@ func TestProcessSpans(t *testing.T) {
 	}
 	if procs[1].Status().Code == codes.Error {
 		t.Error("successful handler recorded an error")
+	}
+	// One failed and one successful handler call: one nack, one ack, two
+	// process durations, the failed one with error.type.
+	var rm metricdata.ResourceMetrics
+	if err := b.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	withErrorType := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					counts[m.Name] += p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					counts[m.Name] += int64(p.Count)
+					if _, ok := p.Attributes.Value("error.type"); ok && m.Name == "messaging.process.duration" {
+						withErrorType += int(p.Count)
+					}
+				}
+			}
+		}
+	}
+	if counts["redelay.messages.nacked"] != 1 || counts["redelay.messages.acked"] != 1 ||
+		counts["messaging.process.duration"] != 2 || withErrorType != 1 {
+		t.Errorf("nacked %d, acked %d, process durations %d (%d with error.type); want 1, 1, 2 (1)",
+			counts["redelay.messages.nacked"], counts["redelay.messages.acked"], counts["messaging.process.duration"], withErrorType)
 	}
 	for _, w := range b.find(t, "handler work") {
 		if !slices.ContainsFunc(procs, func(p sdktrace.ReadOnlySpan) bool { return p.SpanContext().SpanID() == w.Parent().SpanID() }) {
