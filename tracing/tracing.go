@@ -138,31 +138,24 @@ func (c *Carrier) Keys() []string {
 // StartSend starts the PRODUCER span of one offer and returns the headers
 // that carry its context (nil when the propagator writes nothing).
 func (q *Queue) StartSend(ctx context.Context, id string, delay time.Duration) (context.Context, trace.Span, map[string]string) {
-	if q == nil {
-		return ctx, trace.SpanFromContext(ctx), nil
-	}
-	ctx, span := q.tracer.Start(ctx, q.sendName, trace.WithSpanKind(trace.SpanKindProducer))
-	if span.IsRecording() {
-		span.SetAttributes(q.common...)
-		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
-			semconv.MessagingMessageID(id), DelayKey.Int64(delay.Milliseconds()))
-	}
-	var c Carrier
-	q.prop.Inject(ctx, &c)
-	return ctx, span, c.M
+	return q.startSend(ctx, semconv.MessagingMessageID(id), DelayKey.Int64(delay.Milliseconds()))
 }
 
 // StartSendBatch starts one PRODUCER span for a batch of n offers; every
 // item of the batch carries the returned headers.
 func (q *Queue) StartSendBatch(ctx context.Context, n int, delay time.Duration) (context.Context, trace.Span, map[string]string) {
+	return q.startSend(ctx, semconv.MessagingBatchMessageCount(n), DelayKey.Int64(delay.Milliseconds()))
+}
+
+func (q *Queue) startSend(ctx context.Context, attrs ...attribute.KeyValue) (context.Context, trace.Span, map[string]string) {
 	if q == nil {
 		return ctx, trace.SpanFromContext(ctx), nil
 	}
 	ctx, span := q.tracer.Start(ctx, q.sendName, trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
-		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
-			semconv.MessagingBatchMessageCount(n), DelayKey.Int64(delay.Milliseconds()))
+		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"))
+		span.SetAttributes(attrs...)
 	}
 	var c Carrier
 	q.prop.Inject(ctx, &c)
@@ -199,16 +192,7 @@ func (q *Queue) Received(ctx context.Context, start time.Time, id string, attemp
 	if !due.IsZero() {
 		q.lateness.Record(ctx, max(now.Sub(due), 0).Seconds(), q.attrs)
 	}
-	producer := q.producer(headers)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(start)}
-	parent := ctx
-	if trace.SpanContextFromContext(ctx).IsValid() {
-		if producer.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: producer}))
-		}
-	} else if producer.IsValid() {
-		parent = trace.ContextWithRemoteSpanContext(ctx, producer)
-	}
+	parent, opts := q.consumerParent(ctx, headers, trace.WithTimestamp(start))
 	ctx, span := q.tracer.Start(parent, q.receiveName, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
@@ -225,16 +209,7 @@ func (q *Queue) StartProcess(ctx context.Context, id string, attempt int, header
 	if q == nil {
 		return ctx, trace.SpanFromContext(ctx)
 	}
-	producer := q.producer(headers)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
-	parent := ctx
-	if trace.SpanContextFromContext(ctx).IsValid() {
-		if producer.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: producer}))
-		}
-	} else if producer.IsValid() {
-		parent = trace.ContextWithRemoteSpanContext(ctx, producer)
-	}
+	parent, opts := q.consumerParent(ctx, headers)
 	ctx, span := q.tracer.Start(parent, q.processName, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
@@ -335,6 +310,22 @@ func (q *Queue) RegisterDepth(read Depths) (unregister func()) {
 		return func() {}
 	}
 	return func() { _ = reg.Unregister() }
+}
+
+// consumerParent chooses where a CONSUMER span hangs: under the caller's
+// span when ctx has one (linking the producer), else under the producer's
+// span, so a consumer with a fresh context joins the producer's trace.
+func (q *Queue) consumerParent(ctx context.Context, headers map[string]string, extra ...trace.SpanStartOption) (context.Context, []trace.SpanStartOption) {
+	producer := q.producer(headers)
+	opts := append([]trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}, extra...)
+	switch {
+	case !producer.IsValid():
+		return ctx, opts
+	case trace.SpanContextFromContext(ctx).IsValid():
+		return ctx, append(opts, trace.WithLinks(trace.Link{SpanContext: producer}))
+	default:
+		return trace.ContextWithRemoteSpanContext(ctx, producer), opts
+	}
 }
 
 func (q *Queue) producer(headers map[string]string) trace.SpanContext {
