@@ -138,28 +138,44 @@ func (c *Carrier) Keys() []string {
 // StartSend starts the PRODUCER span of one offer and returns the headers
 // that carry its context (nil when the propagator writes nothing).
 func (q *Queue) StartSend(ctx context.Context, id string, delay time.Duration) (context.Context, trace.Span, map[string]string) {
-	return q.startSend(ctx, semconv.MessagingMessageID(id), DelayKey.Int64(delay.Milliseconds()))
+	if q == nil {
+		return ctx, trace.SpanFromContext(ctx), nil
+	}
+	ctx, span := q.startSend(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(semconv.MessagingMessageID(id), DelayKey.Int64(delay.Milliseconds()))
+	}
+	return ctx, span, q.inject(ctx)
 }
 
 // StartSendBatch starts one PRODUCER span for a batch of n offers; every
 // item of the batch carries the returned headers.
 func (q *Queue) StartSendBatch(ctx context.Context, n int, delay time.Duration) (context.Context, trace.Span, map[string]string) {
-	return q.startSend(ctx, semconv.MessagingBatchMessageCount(n), DelayKey.Int64(delay.Milliseconds()))
-}
-
-func (q *Queue) startSend(ctx context.Context, attrs ...attribute.KeyValue) (context.Context, trace.Span, map[string]string) {
 	if q == nil {
 		return ctx, trace.SpanFromContext(ctx), nil
 	}
+	ctx, span := q.startSend(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(semconv.MessagingBatchMessageCount(n), DelayKey.Int64(delay.Milliseconds()))
+	}
+	return ctx, span, q.inject(ctx)
+}
+
+func (q *Queue) startSend(ctx context.Context) (context.Context, trace.Span) {
 	ctx, span := q.tracer.Start(ctx, q.sendName, trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"))
-		span.SetAttributes(attrs...)
 	}
+	return ctx, span
+}
+
+// inject writes ctx's trace context into new headers (nil when the
+// propagator writes nothing).
+func (q *Queue) inject(ctx context.Context) map[string]string {
 	var c Carrier
 	q.prop.Inject(ctx, &c)
-	return ctx, span, c.M
+	return c.M
 }
 
 // Sent ends a send span (recording err) and counts the n items that were
