@@ -36,10 +36,6 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, headers map[string]string) ([]string, error) {
 	k := d.core.Keys
 	keys := []string{k.Delayed, k.Items, k.Seq, k.Ready}
-	// A pipeline sends only EVALSHA, so make sure the script is loaded.
-	if err := lua.Offer.Load(ctx, d.core.RDB).Err(); err != nil {
-		return nil, fmt.Errorf("offer batch %s: load script: %w", k.Name, err)
-	}
 	ids := make([]string, 0, len(values))
 	for start := 0; start < len(values); start += batchChunk {
 		chunk := values[start:min(start+batchChunk, len(values))]
@@ -53,20 +49,36 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			}
 			envs[i] = env
 		}
-		pipe := d.core.RDB.Pipeline()
+		offer := func(pipe redis.Pipeliner, i int) *redis.Cmd {
+			return lua.Offer.EvalSha(ctx, pipe, keys, chunkIDs[i], envs[i], "delay", delay.Milliseconds(), k.Wake)
+		}
 		cmds := make([]*redis.Cmd, len(chunk))
+		pipe := d.core.RDB.Pipeline()
 		for i := range chunk {
-			cmds[i] = lua.Offer.EvalSha(ctx, pipe, keys, chunkIDs[i], envs[i], "delay", delay.Milliseconds(), k.Wake)
+			cmds[i] = offer(pipe, i)
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command below
+		// A pipeline sends only EVALSHA. A server that does not know the
+		// script yet (first use, restart, failover) answers NOSCRIPT and did
+		// nothing: load it once and send those offers again.
+		var missing []int
 		for i, cmd := range cmds {
-			err := cmd.Err()
-			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				// The server lost its scripts (restart, failover) after Load:
-				// this call did nothing, so running it again is safe.
-				err = lua.Offer.Run(ctx, d.core.RDB, keys, chunkIDs[i], envs[i], "delay", delay.Milliseconds(), k.Wake).Err()
+			if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				missing = append(missing, i)
 			}
-			if err != nil {
+		}
+		if len(missing) > 0 {
+			if err := lua.Offer.Load(ctx, d.core.RDB).Err(); err != nil {
+				return ids, fmt.Errorf("offer batch %s: load script: %w", k.Name, err)
+			}
+			pipe := d.core.RDB.Pipeline()
+			for _, i := range missing {
+				cmds[i] = offer(pipe, i)
+			}
+			_, _ = pipe.Exec(ctx)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
 				return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, start+i, err)
 			}
 			ids = append(ids, chunkIDs[i])

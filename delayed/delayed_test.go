@@ -451,3 +451,38 @@ func TestSpike100k(t *testing.T) {
 		}
 	})
 }
+
+// OfferBatch sends pipelined EVALSHA without loading the script first; a
+// server that lost its scripts answers NOSCRIPT, and the batch loads the
+// script and sends those offers again, in order.
+func TestOfferBatchAfterScriptFlush(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[int](t, rdb, redistest.QueueName(t))
+		flush := func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() }
+		var err error
+		switch x := rdb.(type) {
+		case *redis.Client:
+			err = flush(ctx, x)
+		case *redis.ClusterClient:
+			err = x.ForEachShard(ctx, flush)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		values := make([]int, 700) // two pipelined chunks
+		for i := range values {
+			values[i] = i
+		}
+		ids, err := dq.OfferBatch(ctx, values, 50*time.Millisecond)
+		if err != nil || len(ids) != len(values) {
+			t.Fatalf("OfferBatch = %d ids, %v", len(ids), err)
+		}
+		for i := range values {
+			v, err := q.Take(ctx)
+			if err != nil || v != i {
+				t.Fatalf("Take #%d = %d, %v", i, v, err)
+			}
+		}
+	})
+}
