@@ -1,0 +1,43 @@
+// Package contestants adapts each queue under comparison (redelay and its
+// peers, and the seed approaches) to one small interface, used as its users
+// would use it, with its default settings.
+package contestants
+
+import (
+	"context"
+	"time"
+)
+
+// Contestant is one delayed-queue implementation under test.
+//
+// A contestant is used for one workload against a fresh Redis server:
+// Setup, then Offer (from many goroutines) and Consume, then Close.
+type Contestant interface {
+	// Name identifies the contestant in results ("redelay-take", "asynq"…).
+	Name() string
+	// Settings describes the non-default settings used, for the report
+	// ("defaults" when none).
+	Settings() string
+	// Setup connects to the Redis server at addr (host:port on loopback).
+	Setup(ctx context.Context, addr string) error
+	// Offer schedules item id to be delivered at due (wall clock). Safe for
+	// concurrent use.
+	Offer(ctx context.Context, id int, due time.Time) error
+	// Consume starts delivering: it calls arrived(id) once per delivery, from
+	// any goroutine, as soon as the consumer has the item (before any work).
+	// It returns at once; delivery goes on until Close.
+	Consume(ctx context.Context, arrived func(id int)) error
+	// Close stops consumers and releases everything; it waits for them.
+	Close() error
+}
+
+// BatchOfferer is implemented by contestants with a batch offer path.
+type BatchOfferer interface {
+	OfferBatch(ctx context.Context, ids []int, due time.Time) error
+}
+
+// Canceler is implemented by contestants that can cancel a pending item by
+// the id it was offered with.
+type Canceler interface {
+	Cancel(ctx context.Context, id int) error
+}

@@ -1,0 +1,128 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server started for one workload: fresh, on a free
+// loopback port, without persistence, in its own temporary directory.
+type Server struct {
+	Addr string
+	Port int
+	cmd  *exec.Cmd
+	dir  string
+}
+
+// StartServer starts redis-server (path bin) and waits until it answers.
+func StartServer(ctx context.Context, bin string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "redelay-bench-redis-")
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
+			"--loglevel", "warning", "--logfile", "")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.Stdout, cmd.Stderr = nil, nil
+		if err := cmd.Start(); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("start %s: %w", bin, err)
+		}
+		s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, cmd: cmd, dir: dir}
+		if err := s.wait(ctx); err == nil {
+			return s, nil
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	os.RemoveAll(dir)
+	return nil, errors.New("redis-server did not come up")
+}
+
+func (s *Server) wait(ctx context.Context) error {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if c.Ping(ctx).Err() == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("timeout")
+}
+
+// Stop kills the server and removes its directory.
+func (s *Server) Stop() {
+	if s == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	_ = os.RemoveAll(s.dir)
+}
+
+// UsedMemory returns INFO memory's used_memory, in bytes.
+func (s *Server) UsedMemory(ctx context.Context) (int64, error) {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	return infoField(info, "used_memory")
+}
+
+// Version returns the server's redis_version.
+func (s *Server) Version(ctx context.Context) string {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "?"
+	}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "redis_version:"); ok {
+			return v
+		}
+	}
+	return "?"
+}
+
+func infoField(info, name string) (int64, error) {
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO has no %s", name)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,172 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Write writes results.json and results.md to dir.
+func Write(dir string, res *Results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), js, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(Markdown(res)), 0o644); err != nil {
+		return err
+	}
+	// Charts are a nice-to-have: a failure is reported, not fatal.
+	if err := Charts(dir, res); err != nil {
+		return fmt.Errorf("charts (results.json and results.md written): %w", err)
+	}
+	return nil
+}
+
+func (res *Results) ceilingOf(test string) float64 {
+	for _, c := range res.Ceiling {
+		if strings.EqualFold(c.Test, test) {
+			return c.PerSec
+		}
+	}
+	return 0
+}
+
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "–"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+func ratio(v, ref float64) string {
+	if v == 0 || ref == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v/ref)
+}
+
+// Markdown renders the results as tables, one per workload.
+func Markdown(res *Results) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	cfg := res.Config
+	p("# Side-by-side delayed-queue benchmark (%s run)\n\n", cfg.Mode)
+	p("%s · %s · Redis %s · %d CPUs · wall time %.0f s. Every contestant gets a fresh `redis-server` (no persistence) per workload, on loopback, on the same machine as the clients.\n\n",
+		res.Date, res.GoVersion, res.RedisVersion, res.CPUs, res.WallSeconds)
+	p("## Contestants\n\n| contestant | settings | batch offer | cancel by id |\n| --- | --- | --- | --- |\n")
+	for _, c := range res.Contestants {
+		p("| %s | %s | %s | %s |\n", c.Name, c.Settings, yes(c.Batch), yes(c.Cancel))
+	}
+
+	zadd := res.ceilingOf("ZADD")
+	p("\n## Offer throughput\n\n%d items due in 24 h (nothing moves). Memory: `used_memory` after − before, ÷ items. \"vs best\" and \"vs ZADD ceiling\" compare the %d-producer rate.\n\n", cfg.OfferN, cfg.Producers)
+	p("| contestant | 1 producer items/s | %d producers items/s | batch items/s | Redis bytes / pending item | vs best | vs ZADD ceiling | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n", cfg.Producers)
+	best := 0.0
+	for _, o := range res.Offer {
+		if o.Producers == cfg.Producers && !o.Batch {
+			best = max(best, o.PerSec)
+		}
+	}
+	for _, c := range res.Contestants {
+		var one, many, batch float64
+		var mem float64
+		var notes []string
+		for _, o := range res.Offer {
+			if o.Contestant != c.Name {
+				continue
+			}
+			switch {
+			case o.Batch:
+				batch = o.PerSec
+			case o.Producers == 1:
+				one, mem = o.PerSec, o.BytesPer
+			default:
+				many = o.PerSec
+			}
+			if o.Errors > 0 {
+				notes = append(notes, fmt.Sprintf("%d errors", o.Errors))
+			}
+			if o.Note != "" && !o.Batch {
+				notes = append(notes, o.Note)
+			}
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, num(one), num(many), num(batch), num(mem),
+			ratio(many, best), ratio(many, zadd), strings.Join(notes, "; "))
+	}
+
+	rpop := res.ceilingOf("RPOP")
+	p("\n## Burst drain\n\n%d items all due at the same instant, offered by %d producers before it; consumers start when offering ends. Drain time: due → last arrival. Lateness: arrival − due, ms.\n\n", cfg.BurstN, cfg.Producers)
+	p("| contestant | offer s | drain s | drain items/s | vs best | vs RPOP ceiling | p50 ms | p99 ms | max ms | lost | dup | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	best = 0
+	for _, d := range res.Burst {
+		best = max(best, d.DrainRate)
+	}
+	for _, d := range res.Burst {
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", d.Contestant, num(d.OfferSeconds), num(d.DrainSeconds), num(d.DrainRate),
+			ratio(d.DrainRate, best), ratio(d.DrainRate, rpop), num(d.Lateness.P50), num(d.Lateness.P99), num(d.Lateness.Max),
+			d.Lost, d.Dup, notes(d))
+	}
+
+	p("\n## Trickle\n\n%d items due uniformly over %v; consumers running throughout. Lateness: arrival − due, ms.\n\n", cfg.TrickleN, cfg.TrickleSpan)
+	p("| contestant | p50 ms | p99 ms | max ms | min ms | lost | dup | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, d := range res.Trickle {
+		p("| %s | %s | %s | %s | %s | %d | %d | %s |\n", d.Contestant, num(d.Lateness.P50), num(d.Lateness.P99),
+			num(d.Lateness.Max), fmt.Sprintf("%.2f", d.Lateness.Min), d.Lost, d.Dup, notes(d))
+	}
+
+	p("\n## Cost against the backlog\n\nWith the backlog pending (due in 24 h): mean latency of %d sequential single offers; drain of %d items due together among the backlog (due → last arrival, and items ÷ that time: for a poller this mostly measures where the due time fell between two polls); mean time of up to %d sequential cancels of distinct random pending ids (15 s at most; one cancel call is not interruptible).\n\n",
+		cfg.LatencyM, cfg.TransferK, cfg.CancelM)
+	p("| contestant | backlog | fill s | offer µs | transfer: due → last ms | transfer items/s | lost | cancel µs | cancels timed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, k := range res.Backlog {
+		cancel := "n/a"
+		if k.CancelMeanUs >= 0 {
+			cancel = num(k.CancelMeanUs)
+		}
+		p("| %s | %d | %s | %s | %s | %s | %d | %s | %d | %s |\n", k.Contestant, k.Backlog, num(k.FillSeconds), num(k.OfferMeanUs),
+			num(k.TransferMs), num(k.TransferRate), k.TransferLost, cancel, k.CancelSamples, k.Note)
+	}
+
+	p("\n## Ceiling\n\n`redis-benchmark -P 64 -n %d -q -t zadd,lpush,rpop` against a fresh server: the raw command rate, pipelined 64 deep.\n\n| command | requests/s |\n| --- | --- |\n", cfg.CeilingN)
+	for _, c := range res.Ceiling {
+		p("| %s | %.0f |\n", c.Test, c.PerSec)
+	}
+	if len(res.Problems) > 0 {
+		p("\n## Problems\n\n")
+		for _, s := range res.Problems {
+			p("- %s\n", s)
+		}
+	}
+	return b.String()
+}
+
+func notes(d DeliveryResult) string {
+	var n []string
+	if d.Errors > 0 {
+		n = append(n, fmt.Sprintf("%d offer errors", d.Errors))
+	}
+	if d.Note != "" {
+		n = append(n, d.Note)
+	}
+	return strings.Join(n, "; ")
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,53 @@
+// Command bench runs the side-by-side benchmark of redelay against its peers
+// and the usual polling recipe, each against its own fresh redis-server, and
+// writes results.json and results.md.
+//
+//	go run . -quick -out results
+//	go run . -full -only redelay-take,seed-poll
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/redelay/redelay/bench/harness"
+)
+
+func main() {
+	quick := flag.Bool("quick", true, "small sizes: under 3 minutes on 2 cores")
+	full := flag.Bool("full", false, "big sizes (overrides -quick): backlogs up to 1M, under 30 minutes")
+	out := flag.String("out", "results", "output directory")
+	only := flag.String("only", "", "comma-separated contestant names (default: all registered)")
+	server := flag.String("redis-server", "redis-server", "redis-server binary")
+	benchmark := flag.String("redis-benchmark", "redis-benchmark", "redis-benchmark binary")
+	flag.Parse()
+
+	cfg := harness.Quick()
+	if *full || !*quick {
+		cfg = harness.Full()
+	}
+	cfg.RedisServer, cfg.RedisBenchmark, cfg.Log = *server, *benchmark, os.Stderr
+	if *only != "" {
+		for n := range strings.SplitSeq(*only, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				cfg.Only = append(cfg.Only, n)
+			}
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := harness.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if err := harness.Write(*out, res); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s/results.json and %s/results.md (%.0f s)\n", *out, *out, res.WallSeconds)
+}
