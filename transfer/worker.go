@@ -97,17 +97,19 @@ func (w *worker) drain(ctx context.Context) (wait time.Duration, err error) {
 		if err != nil {
 			return 0, fmt.Errorf("transfer %s: %w", k.Name, err)
 		}
-		if len(res) != 3 {
+		if len(res) != 4 {
 			return 0, fmt.Errorf("transfer %s: unexpected reply %v", k.Name, res)
 		}
-		n, next, now := res[0], res[1], res[2]
+		n, next, nowUs := res[0], res[1], res[3]
 		moved += int(n)
 		if n >= int64(w.t.BatchSize) {
 			continue // a full batch: more may be due
 		}
 		wait := w.t.Sweep
 		if next >= 0 {
-			wait = min(wait, time.Duration(next-now)*time.Millisecond)
+			// To the microsecond: the item is due when the server's clock
+			// reaches the start of its millisecond.
+			wait = min(wait, time.Duration(next*1000-nowUs)*time.Microsecond)
 		}
 		lease, err := w.reclaim(ctx)
 		if err != nil {
@@ -116,9 +118,9 @@ func (w *worker) drain(ctx context.Context) (wait time.Duration, err error) {
 		if lease >= 0 {
 			wait = min(wait, lease)
 		}
-		// Due already (it arrived between two reads, or within this
-		// millisecond): go again after the smallest pause.
-		return max(wait, time.Millisecond), nil
+		// Due already (it arrived between two reads): go again after a
+		// short pause.
+		return max(wait, 100*time.Microsecond), nil
 	}
 }
 

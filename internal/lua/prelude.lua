@@ -1,9 +1,14 @@
 -- prelude: helpers prepended to every script by lua.go. Defines no keys.
 
+-- now_us returns the Redis server's clock in Unix microseconds.
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
 -- now_ms returns the Redis server's clock in Unix milliseconds.
 local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return math.floor(now_us() / 1000)
 end
 
 -- be64 and be32 encode a non-negative integer as 8 or 4 big-endian bytes

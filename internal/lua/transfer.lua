@@ -8,9 +8,11 @@
 -- KEYS[3] -> redelay:{q}:ready     LIST
 -- ARGV[1] -> batch limit (at most a few thousand: results are unpacked)
 --
--- Output: {moved, next due ms or -1 when nothing is pending, server now ms}
+-- Output: {moved, next due ms or -1 when nothing is pending, server now ms,
+--          server now µs (to time the next run to the microsecond)}
 
-local now = now_ms()
+local us = now_us()
+local now = math.floor(us / 1000)
 
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local n = #members
@@ -38,4 +40,4 @@ local nextDue = -1
 if head[2] ~= nil then
   nextDue = tonumber(head[2])
 end
-return {n, nextDue, now}
+return {n, nextDue, now, us}
