@@ -182,7 +182,7 @@ func startTestRedisServer(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server not found on PATH")
+		t.Fatal("redis-server not found on PATH: install it (apt-get install redis-server) or run ../scripts/test.sh, which does")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 func TestBullMQ(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not found on PATH")
+		t.Fatal("node not found on PATH: the BullMQ contestant needs Node.js 20 or newer and npm")
 	}
 	exerciseContestant(t, "bullmq", 60*time.Second)
 }
