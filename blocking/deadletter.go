@@ -42,7 +42,7 @@ func (q *Queue[T]) Redrive(ctx context.Context, max int) (int, error) {
 		if max > 0 {
 			batch = min(batch, max-total)
 		}
-		n, err := lua.Redrive.Run(ctx, q.core.RDB, []string{k.Dead().Ready, k.Ready}, batch).Int()
+		n, err := lua.Redrive.Run(ctx, q.core.RDB, []string{k.DeadReady, k.Ready}, batch).Int()
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("redrive %s: %w", q.Name(), err)

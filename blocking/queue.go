@@ -70,7 +70,7 @@ func offered(err error) int {
 }
 
 func (q *Queue[T]) offer(ctx context.Context, id string, v T, headers map[string]string) error {
-	env, err := q.core.Encode(id, v, 0, headers)
+	env, err := q.core.Encode(id, v, headers)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
@@ -178,7 +178,7 @@ func (q *Queue[T]) decode(raw []byte) (T, envelope.Envelope, error) {
 // the reason in its headers when its envelope is readable (unchanged
 // otherwise), instead of returning it or losing it.
 func (q *Queue[T]) deadLetterPoison(ctx context.Context, raw []byte, reason error) {
-	dead := q.core.Keys.Dead().Ready
+	dead := q.core.Keys.DeadReady
 	out, id := envelope.WithError(raw, reason.Error())
 	log := q.core.Cfg.Logger.With("queue", q.Name(), "id", id, "reason", reason.Error(), "bytes", len(raw))
 	if err := q.core.RDB.LPush(context.WithoutCancel(ctx), dead, out).Err(); err != nil {

@@ -63,7 +63,7 @@ func (q *Queue[T]) receive(ctx context.Context, max int) ([]*Delivery[T], error)
 			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
 		}
 		res, err := lua.Receive.Run(cmdCtx, q.core.RDB,
-			[]string{k.Ready, k.Leases, k.Inflight, k.Seq, k.Dead().Ready},
+			[]string{k.Ready, k.Leases, k.Inflight, k.Seq, k.DeadReady},
 			q.core.Cfg.Visibility.Milliseconds(), min(max, maxReceive)).StringSlice()
 		if errors.Is(err, redis.Nil) {
 			if err := q.waitReady(cmdCtx, q.core.BlockFor(ctx)); err != nil {
@@ -82,7 +82,7 @@ func (q *Queue[T]) receive(ctx context.Context, max int) ([]*Delivery[T], error)
 			token, raw := res[i], res[i+1]
 			if token == "" {
 				q.core.Cfg.Logger.Warn("redelay: unreadable item moved to dead letters",
-					"queue", q.Name(), "reason", raw, "dead_letter_list", k.Dead().Ready)
+					"queue", q.Name(), "reason", raw, "dead_letter_list", k.DeadReady)
 				continue
 			}
 			d, err := q.delivery(token, []byte(raw))
@@ -148,7 +148,7 @@ func (q *Queue[T]) buryUndecodable(ctx context.Context, token string, raw []byte
 func (q *Queue[T]) settle(ctx context.Context, token string, env []byte, mode string, delay time.Duration, id string) (int64, error) {
 	k := q.core.Keys
 	return lua.Nack.Run(ctx, q.core.RDB,
-		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, k.Dead().Ready},
+		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, k.DeadReady},
 		token, env, mode, delay.Milliseconds(), id, k.Wake).Int64()
 }
 

@@ -43,7 +43,7 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 		envs := make([][]byte, len(chunk))
 		for i, v := range chunk {
 			chunkIDs[i] = queue.NewID()
-			env, err := d.core.Encode(chunkIDs[i], v, 0, headers)
+			env, err := d.core.Encode(chunkIDs[i], v, headers)
 			if err != nil {
 				return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, start+i, err)
 			}

@@ -31,7 +31,6 @@ const MaxIDLen = 256
 // Queue holds items until they fall due, then hands them to its blocking
 // queue. It is safe for concurrent use.
 type Queue[T any] struct {
-	dest *blocking.Queue[T]
 	core *queue.Core
 
 	mu     sync.Mutex
@@ -70,7 +69,7 @@ func New[T any](q *blocking.Queue[T], opts ...Option) *Queue[T] {
 			opt(&o)
 		}
 	}
-	d := &Queue[T]{dest: q, core: q.Core()}
+	d := &Queue[T]{core: q.Core()}
 	if !o.noTransfer {
 		if r, err := d.core.Register(); err == nil {
 			d.reg = r
@@ -150,7 +149,7 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode string, ms int64, opts [
 }
 
 func (d *Queue[T]) send(ctx context.Context, id string, v T, mode string, ms int64, headers map[string]string) error {
-	env, err := d.core.Encode(id, v, 0, headers)
+	env, err := d.core.Encode(id, v, headers)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", d.core.Keys.Name, err)
 	}

@@ -56,9 +56,8 @@ func (w *worker) reclaim(ctx context.Context) (time.Duration, error) {
 func (w *worker) bury(ctx context.Context, token, raw string) error {
 	k := w.t.Keys
 	out, id := envelope.WithError([]byte(raw), fmt.Sprintf("lease expired on attempt %d of %d", envelope.Attempt([]byte(raw))+1, w.t.MaxAttempts))
-	dead := k.Dead()
 	n, err := lua.Nack.Run(ctx, w.rdb,
-		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, dead.Ready},
+		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, k.DeadReady},
 		token, out, "dead", 0, id, k.Wake).Int64()
 	if err != nil {
 		return fmt.Errorf("dead-letter %s of %s: %w", id, k.Name, err)

@@ -41,8 +41,11 @@ type Queue struct {
 	Leases   string
 	Inflight string
 	Wake     string // pub/sub channel
-	tag      string
-	base     string
+	// DeadReady is the ready list of the dead-letter queue (Dead().Ready),
+	// built once: scripts on hot paths name it on every call.
+	DeadReady string
+	tag       string
+	base      string
 }
 
 // New validates name and returns its keys.
@@ -65,16 +68,17 @@ func (q Queue) Dead() Queue { return q.Child("dead") }
 
 func build(name, tag, base string) Queue {
 	return Queue{
-		Name:     name,
-		Ready:    base + ":ready",
-		Delayed:  base + ":delayed",
-		Items:    base + ":items",
-		Seq:      base + ":seq",
-		Leases:   base + ":leases",
-		Inflight: base + ":inflight",
-		Wake:     base + ":wake",
-		tag:      tag,
-		base:     base,
+		Name:      name,
+		Ready:     base + ":ready",
+		Delayed:   base + ":delayed",
+		Items:     base + ":items",
+		Seq:       base + ":seq",
+		Leases:    base + ":leases",
+		Inflight:  base + ":inflight",
+		Wake:      base + ":wake",
+		DeadReady: base + ":dead:ready",
+		tag:       tag,
+		base:      base,
 	}
 }
 

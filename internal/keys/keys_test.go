@@ -16,6 +16,9 @@ func TestLayout(t *testing.T) {
 		q.Leases != "redelay:{orders}:leases" || q.Inflight != "redelay:{orders}:inflight" || q.Wake != "redelay:{orders}:wake" {
 		t.Fatalf("unexpected layout: %+v", q)
 	}
+	if q.DeadReady != q.Dead().Ready {
+		t.Fatalf("DeadReady %q, Dead().Ready %q", q.DeadReady, q.Dead().Ready)
+	}
 	d := q.Dead()
 	if d.Ready != "redelay:{orders}:dead:ready" || d.Name != "orders:dead" || d.Wake != "redelay:{orders}:dead:wake" {
 		t.Fatalf("unexpected child layout: %+v", d)

@@ -70,7 +70,7 @@ type Core struct {
 	block time.Duration // MaxBlock, or less when the client's read timeout is short
 
 	mu          sync.Mutex
-	regs        []*transfer.Registration
+	reg         *transfer.Registration // started by StartTransfer
 	closed      bool
 	stopGauging func()
 }
@@ -128,7 +128,7 @@ func (c *Core) depths(ctx context.Context) (delayed, ready, inflight, dead int64
 		cmds[0] = p.ZCard(ctx, k.Delayed)
 		cmds[1] = p.LLen(ctx, k.Ready)
 		cmds[2] = p.HLen(ctx, k.Inflight)
-		cmds[3] = p.LLen(ctx, k.Dead().Ready)
+		cmds[3] = p.LLen(ctx, k.DeadReady)
 		return nil
 	})
 	if err != nil {
@@ -203,7 +203,7 @@ func NewID() string {
 
 // Encode marshals v and wraps it in an envelope; the times are left for the
 // script to fill in from the server clock.
-func (c *Core) Encode(id string, v any, attempt int, headers map[string]string) ([]byte, error) {
+func (c *Core) Encode(id string, v any, headers map[string]string) ([]byte, error) {
 	payload, err := c.Cfg.Codec.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode with %s codec: %w", c.Cfg.Codec.Name(), err)
@@ -211,7 +211,7 @@ func (c *Core) Encode(id string, v any, attempt int, headers map[string]string) 
 	if c.Cfg.MaxPayload > 0 && len(payload) > c.Cfg.MaxPayload {
 		return nil, fmt.Errorf("%w: %d bytes encoded, limit %d (blocking.WithMaxPayloadSize)", ErrPayloadTooLarge, len(payload), c.Cfg.MaxPayload)
 	}
-	e := envelope.Envelope{ID: id, Attempt: attempt, Headers: headers, Payload: payload}
+	e := envelope.Envelope{ID: id, Headers: headers, Payload: payload}
 	return e.Marshal(), nil
 }
 
@@ -223,14 +223,14 @@ func (c *Core) StartTransfer() error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.regs) > 0 {
+	if c.reg != nil {
 		return nil
 	}
 	r, err := c.register()
 	if err != nil {
 		return err
 	}
-	c.regs = append(c.regs, r)
+	c.reg = r
 	return nil
 }
 
@@ -257,14 +257,14 @@ func (c *Core) register() (*transfer.Registration, error) {
 // Close stops the background work this core started. Idempotent.
 func (c *Core) Close() error {
 	c.mu.Lock()
-	regs := c.regs
-	c.regs = nil
+	reg := c.reg
+	c.reg = nil
 	stop := c.stopGauging
 	c.stopGauging = func() {}
 	c.closed = true
 	c.mu.Unlock()
-	for _, r := range regs {
-		r.Close()
+	if reg != nil {
+		reg.Close()
 	}
 	if stop != nil {
 		stop()
