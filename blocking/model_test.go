@@ -38,7 +38,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +51,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/transfer"
 )
 
@@ -87,7 +87,7 @@ type modelItem struct {
 // modelPending is an item in the delayed set.
 type modelPending struct {
 	modelItem
-	seq   int64  // the member's 12-hex-digit prefix
+	seq   int64  // the member's seq prefix (lua.SeqLen big-endian bytes)
 	field string // the items-hash field (the ID, or ID#token after a clash)
 }
 
@@ -709,16 +709,19 @@ func (s *modelMachine) read(t *rapid.T) modelState {
 	}
 	for _, z := range members {
 		member := z.Member.(string)
-		seqHex, field := member[:12], member[12:]
-		seq, err := strconv.ParseInt(seqHex, 16, 64)
-		if err != nil {
-			t.Fatalf("delayed member %q: %v", member, err)
+		if len(member) < lua.SeqLen {
+			t.Fatalf("delayed member %q is shorter than its seq prefix", member)
+		}
+		seqBytes, field := member[:lua.SeqLen], member[lua.SeqLen:]
+		var seq int64
+		for i := range lua.SeqLen {
+			seq = seq<<8 | int64(seqBytes[i])
 		}
 		val, ok := items[field]
-		if !ok || !strings.HasPrefix(val, seqHex) {
-			t.Fatalf("delayed member %q has items-hash value starting %q", member, val[:min(len(val), 12)])
+		if !ok || !strings.HasPrefix(val, seqBytes) {
+			t.Fatalf("delayed member %q has items-hash value starting %q", member, val[:min(len(val), lua.SeqLen)])
 		}
-		it := learn(val[12:])
+		it := learn(val[lua.SeqLen:])
 		st.pending = append(st.pending, fmt.Sprintf("seq=%d field=%s score=%+d %s", seq, field, int64(z.Score)-t0, modelFmt(it.item, it.id)))
 	}
 

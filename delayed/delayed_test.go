@@ -81,20 +81,21 @@ func TestTiesKeepOfferOrder(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		q, dq := open[int](t, rdb, redistest.QueueName(t))
-		at := time.Now().Add(400 * time.Millisecond)
-		for i := range 50 {
+		// 300 ties: the seq prefix crosses a byte boundary (256).
+		at := time.Now().Add(time.Second)
+		for i := range 300 {
 			if _, err := dq.OfferAt(ctx, i, at); err != nil {
 				t.Fatal(err)
 			}
 		}
 		values := make([]int, 100)
 		for i := range values {
-			values[i] = 50 + i
+			values[i] = 300 + i
 		}
 		if _, err := dq.OfferBatch(ctx, values, time.Until(at)+50*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		for i := range 150 {
+		for i := range 400 {
 			v, err := q.Take(ctx)
 			if err != nil || v != i {
 				t.Fatalf("Take #%d = %d, %v", i, v, err)

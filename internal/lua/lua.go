@@ -69,5 +69,6 @@ const (
 )
 
 // SeqLen is the width of the sequence prefix on delayed-set members and
-// items-hash values (12 hex digits).
-const SeqLen = 12
+// items-hash values (the offer counter as 6 big-endian bytes; SEQ_LEN in
+// prelude.lua).
+const SeqLen = 6

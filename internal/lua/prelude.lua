@@ -20,6 +20,18 @@ local function be64(n)
     f(n / 16777216) % 256, f(n / 65536) % 256, f(n / 256) % 256, n % 256)
 end
 
+-- SEQ_LEN is the width of the sequence prefix on delayed-set members and
+-- items-hash values: the offer counter as 6 big-endian bytes, so members
+-- with equal due times sort in offer order (2^48 offers per queue).
+local SEQ_LEN = 6
+
+-- seq_bytes encodes the offer counter n as the SEQ_LEN-byte prefix.
+local function seq_bytes(n)
+  local f = math.floor
+  return string.char(f(n / 1099511627776) % 256, f(n / 4294967296) % 256,
+    f(n / 16777216) % 256, f(n / 65536) % 256, f(n / 256) % 256, n % 256)
+end
+
 local function be32(n)
   local f = math.floor
   return string.char(f(n / 16777216) % 256, f(n / 65536) % 256, f(n / 256) % 256, n % 256)
@@ -91,7 +103,7 @@ local function schedule(kDelayed, kItems, kSeq, kReady, field, env, due, now, ch
       return 2
     end
   end
-  local seq = string.format('%012x', redis.call('INCR', kSeq))
+  local seq = seq_bytes(redis.call('INCR', kSeq))
   local member = seq .. field
   redis.call('ZADD', kDelayed, due, member)
   redis.call('HSET', kItems, field, seq .. env)

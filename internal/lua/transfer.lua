@@ -19,13 +19,13 @@ local n = #members
 if n > 0 then
   local ids = {}
   for i = 1, n do
-    ids[i] = string.sub(members[i], 13)
+    ids[i] = string.sub(members[i], SEQ_LEN + 1)
   end
   local vals = redis.call('HMGET', KEYS[2], unpack(ids))
   local envs = {}
   for i = 1, n do
     if vals[i] then
-      envs[#envs + 1] = string.sub(vals[i], 13)
+      envs[#envs + 1] = string.sub(vals[i], SEQ_LEN + 1)
     end
   end
   if #envs > 0 then
