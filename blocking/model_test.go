@@ -101,6 +101,7 @@ type modelLease struct {
 // reader of -v output can see the model is exercised, not just satisfied.
 type modelCoverage struct {
 	offers, delayedOffers, duplicates, removes   int
+	batches                                      int
 	receives, probes, acks, extends, lostSettles int
 	nackPending, nackReady, nackDead, clashes    int
 	transferred, reclaimed, expiredDead, redrive int
@@ -374,6 +375,7 @@ func (s *modelMachine) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
 		"offer":        s.offer,
 		"offerDelayed": s.offerDelayed,
+		"offerBatch":   s.offerBatch,
 		"remove":       s.remove,
 		"receive":      s.receive,
 		"ack":          s.ack,
@@ -424,6 +426,28 @@ func (s *modelMachine) offerDelayed(t *rapid.T) {
 		s.m.cov.offerBehindDue++
 	}
 	s.m.cov.delayedOffers++
+}
+
+// offerBatch is delayed.Queue.OfferBatch (offer_batch.lua): one decision for
+// the whole batch, which the model reaches by scheduling the items one by
+// one (after the first, each sees the same head).
+func (s *modelMachine) offerBatch(t *rapid.T) {
+	delay := rapid.SampledFrom(modelDelays).Draw(t, "delay")
+	n := rapid.IntRange(1, 3).Draw(t, "n")
+	values := make([]int, n)
+	for i := range values {
+		values[i] = s.m.newValue()
+	}
+	ids, err := s.dq.OfferBatch(s.ctx, values, delay)
+	if err != nil || len(ids) != n {
+		t.Fatalf("OfferBatch(%v, %v) = %q, %v", values, delay, ids, err)
+	}
+	for i, v := range values {
+		s.m.ids[v] = ids[i]
+		s.m.alive[v] = true
+		s.m.schedule(modelItem{val: v, enq: s.m.now}, ids[i], s.m.now+delay.Milliseconds())
+	}
+	s.m.cov.batches++
 }
 
 func (s *modelMachine) remove(t *rapid.T) {

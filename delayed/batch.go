@@ -11,14 +11,20 @@ import (
 	"github.com/redelay/redelay/internal/queue"
 )
 
-// batchChunk is how many offers go in one pipeline round trip.
+// batchChunk is how many items one offer_batch.lua call adds: enough to
+// make the per-call costs vanish, few enough that one call stays short (a
+// chunk of 500 small items runs in about a millisecond on the server).
 const batchChunk = 500
 
-// OfferBatch offers every value with the same delay, in pipelined round
-// trips of a few hundred, and returns their generated IDs in order. Each
-// item is offered atomically by itself; the batch as a whole is not atomic:
-// with an error come the IDs of the items offered before the first failure
-// (items after it in the same round trip may have been offered too).
+// batchPipeline is how many chunks go in one pipelined round trip.
+const batchPipeline = 8
+
+// OfferBatch offers every value with the same delay and returns their
+// generated IDs in order. Items go in chunks of 500, each added by one
+// atomic script call, several chunks per round trip: the cost per item is a
+// small fraction of a single Offer's. The batch as a whole is not atomic:
+// with an error come the IDs of the chunks offered before the first failed
+// one (later chunks of the same round trip may have been offered too).
 // Values due at the same time become ready in slice order.
 func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Duration) ([]string, error) {
 	if err := d.err(); err != nil {
@@ -33,55 +39,64 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 	return ids, err
 }
 
+// batchCall is one offer_batch.lua call: the IDs and its ARGV.
+type batchCall struct {
+	ids  []string
+	argv []any
+	cmd  *redis.Cmd
+}
+
 func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, headers map[string]string) ([]string, error) {
 	k := d.core.Keys
 	keys := []string{k.Delayed, k.Items, k.Seq, k.Ready}
 	ids := make([]string, 0, len(values))
-	for start := 0; start < len(values); start += batchChunk {
-		chunk := values[start:min(start+batchChunk, len(values))]
-		chunkIDs := make([]string, len(chunk))
-		envs := make([][]byte, len(chunk))
-		for i, v := range chunk {
-			chunkIDs[i] = queue.NewID()
-			env, err := d.core.Encode(chunkIDs[i], v, headers)
-			if err != nil {
-				return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, start+i, err)
+	group := batchChunk * batchPipeline
+	for gStart := 0; gStart < len(values); gStart += group {
+		gValues := values[gStart:min(gStart+group, len(values))]
+		calls := make([]*batchCall, 0, (len(gValues)+batchChunk-1)/batchChunk)
+		for cStart := 0; cStart < len(gValues); cStart += batchChunk {
+			chunk := gValues[cStart:min(cStart+batchChunk, len(gValues))]
+			c := &batchCall{ids: make([]string, len(chunk)), argv: make([]any, 3, 3+2*len(chunk))}
+			c.argv[0], c.argv[1], c.argv[2] = "delay", delay.Milliseconds(), k.Wake
+			for i, v := range chunk {
+				c.ids[i] = queue.NewID()
+				env, err := d.core.Encode(c.ids[i], v, headers)
+				if err != nil {
+					return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, gStart+cStart+i, err)
+				}
+				c.argv = append(c.argv, c.ids[i], env)
 			}
-			envs[i] = env
+			calls = append(calls, c)
 		}
-		offer := func(pipe redis.Pipeliner, i int) *redis.Cmd {
-			return lua.Offer.EvalSha(ctx, pipe, keys, chunkIDs[i], envs[i], "delay", delay.Milliseconds(), k.Wake)
+		send := func(calls []*batchCall) {
+			pipe := d.core.RDB.Pipeline()
+			for _, c := range calls {
+				c.cmd = lua.OfferBatch.EvalSha(ctx, pipe, keys, c.argv...)
+			}
+			_, _ = pipe.Exec(ctx) // errors are read per command below
 		}
-		cmds := make([]*redis.Cmd, len(chunk))
-		pipe := d.core.RDB.Pipeline()
-		for i := range chunk {
-			cmds[i] = offer(pipe, i)
-		}
-		_, _ = pipe.Exec(ctx) // errors are read per command below
+		send(calls)
 		// A pipeline sends only EVALSHA. A server that does not know the
 		// script yet (first use, restart, failover) answers NOSCRIPT and did
-		// nothing: load it once and send those offers again.
-		var missing []int
-		for i, cmd := range cmds {
-			if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				missing = append(missing, i)
+		// nothing: load it once and send those calls again.
+		var missing []*batchCall
+		for _, c := range calls {
+			if err := c.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				missing = append(missing, c)
 			}
 		}
 		if len(missing) > 0 {
-			if err := lua.Offer.Load(ctx, d.core.RDB).Err(); err != nil {
+			if err := lua.OfferBatch.Load(ctx, d.core.RDB).Err(); err != nil {
 				return ids, fmt.Errorf("offer batch %s: load script: %w", k.Name, err)
 			}
-			pipe := d.core.RDB.Pipeline()
-			for _, i := range missing {
-				cmds[i] = offer(pipe, i)
-			}
-			_, _ = pipe.Exec(ctx)
+			send(missing)
 		}
-		for i, cmd := range cmds {
-			if err := cmd.Err(); err != nil {
-				return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, start+i, err)
+		for i, c := range calls {
+			if err := c.cmd.Err(); err != nil {
+				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", k.Name,
+					gStart+i*batchChunk, gStart+i*batchChunk+len(c.ids)-1, err)
 			}
-			ids = append(ids, chunkIDs[i])
+			ids = append(ids, c.ids...)
 		}
 	}
 	return ids, nil

@@ -487,3 +487,99 @@ func TestOfferBatchAfterScriptFlush(t *testing.T) {
 		}
 	})
 }
+
+// OfferBatch goes in chunks of 500 items, eight chunks per round trip: a
+// batch spanning both bounds keeps slice order, returns distinct IDs that
+// Remove knows, and takes the ready-list shortcut only when nothing pending
+// is due before it (the rule single offers follow).
+func TestOfferBatchChunks(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		const n = 4700 // nine chunks, two round trips
+		values := make([]int, n)
+		for i := range values {
+			values[i] = i
+		}
+
+		// Nothing pending: due now, straight to the ready list, in order.
+		q, dq := open[int](t, rdb, redistest.QueueName(t), delayed.WithoutTransfer())
+		ids, err := dq.OfferBatch(ctx, values, 0)
+		if err != nil || len(ids) != n {
+			t.Fatalf("OfferBatch = %d ids, %v", len(ids), err)
+		}
+		if got := len(slices.Compact(slices.Sorted(slices.Values(ids)))); got != n {
+			t.Fatalf("%d distinct IDs of %d", got, n)
+		}
+		if pending, _ := dq.Size(ctx); pending != 0 {
+			t.Fatalf("%d pending after a due batch with nothing pending", pending)
+		}
+		if ready, _ := q.Size(ctx); ready != n {
+			t.Fatalf("ready = %d, want %d", ready, n)
+		}
+		for i := range n {
+			if v, ok, err := q.Poll(ctx, 0); err != nil || !ok || v != i {
+				t.Fatalf("Poll #%d = %d, %v, %v", i, v, ok, err)
+			}
+		}
+
+		// An item pending and due first: the batch queues behind it.
+		q2, dq2 := open[int](t, rdb, redistest.QueueName(t)+"-behind", delayed.WithoutTransfer())
+		if _, err := dq2.OfferAt(ctx, -1, time.Now().Add(20*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(60 * time.Millisecond) // due, but nobody transfers yet
+		ids, err = dq2.OfferBatch(ctx, values, 0)
+		if err != nil || len(ids) != n {
+			t.Fatalf("OfferBatch = %d ids, %v", len(ids), err)
+		}
+		if pending, _ := dq2.Size(ctx); pending != n+1 {
+			t.Fatalf("%d pending, want %d", pending, n+1)
+		}
+		// Cancel one from each round trip.
+		for _, i := range []int{7, 4321} {
+			if ok, err := dq2.Remove(ctx, ids[i]); !ok || err != nil {
+				t.Fatalf("Remove(ids[%d]) = %v, %v", i, ok, err)
+			}
+		}
+		want := []int{-1}
+		for i := range n {
+			if i != 7 && i != 4321 {
+				want = append(want, i)
+			}
+		}
+		for k, w := range want {
+			if v, err := q2.Take(ctx); err != nil || v != w {
+				t.Fatalf("Take #%d = %d, %v; want %d", k, v, err, w)
+			}
+		}
+		if v, ok, err := q2.Poll(ctx, 50*time.Millisecond); ok || err != nil {
+			t.Fatalf("after the batch: Poll = %d, %v, %v", v, ok, err)
+		}
+	})
+}
+
+// A value that fails to encode stops the batch before its round trip: the
+// IDs returned are exactly the items offered.
+func TestOfferBatchEncodeError(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxPayloadSize(100))
+		dq := delayed.New(q, delayed.WithoutTransfer())
+		t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+		values := make([]string, 4500)
+		for i := range values {
+			values[i] = fmt.Sprint(i)
+		}
+		values[4200] = string(make([]byte, 200)) // in the second round trip
+		ids, err := dq.OfferBatch(ctx, values, time.Hour)
+		if !errors.Is(err, blocking.ErrPayloadTooLarge) {
+			t.Fatalf("OfferBatch error = %v, want ErrPayloadTooLarge", err)
+		}
+		if len(ids) != 4000 {
+			t.Fatalf("%d IDs returned, want the first round trip's 4000", len(ids))
+		}
+		if pending, _ := dq.Size(ctx); pending != int64(len(ids)) {
+			t.Fatalf("%d pending, %d IDs returned", pending, len(ids))
+		}
+	})
+}
