@@ -746,7 +746,7 @@ func (s *modelMachine) read(t *rapid.T) modelState {
 			t.Fatalf("delayed member %q has items-hash value starting %q", member, val[:min(len(val), lua.SeqLen)])
 		}
 		it := learn(val[lua.SeqLen:])
-		st.pending = append(st.pending, fmt.Sprintf("seq=%d field=%s score=%+d %s", seq, field, int64(z.Score)-t0, modelFmt(it.item, it.id)))
+		st.pending = append(st.pending, fmt.Sprintf("seq=%d field=%s score=%+dµs %s", seq, field, int64(z.Score)-t0*1000, modelFmt(it.item, it.id)))
 	}
 
 	leases, err := s.rdb.ZRangeWithScores(s.ctx, s.k.Leases, 0, -1).Result()
@@ -784,7 +784,7 @@ func (m *queueModel) want() modelState {
 		st.dead = append(st.dead, m.fmtItem(it))
 	}
 	for _, p := range m.pending {
-		st.pending = append(st.pending, fmt.Sprintf("seq=%d field=%s score=%+d %s", p.seq, p.field, p.due-t0, m.fmtItem(p.modelItem)))
+		st.pending = append(st.pending, fmt.Sprintf("seq=%d field=%s score=%+dµs %s", p.seq, p.field, (p.due-t0)*1000, m.fmtItem(p.modelItem)))
 	}
 	for _, token := range m.leaseOrder(func(modelLease) bool { return true }) {
 		l := m.leases[token]

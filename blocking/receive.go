@@ -149,7 +149,7 @@ func (q *Queue[T]) settle(ctx context.Context, token string, env []byte, mode st
 	k := q.core.Keys
 	return lua.Nack.Run(ctx, q.core.RDB,
 		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, k.DeadReady},
-		token, env, mode, delay.Milliseconds(), id, k.Wake).Int64()
+		token, env, mode, delay.Microseconds(), id, k.Wake).Int64()
 }
 
 // Ack marks the delivery done: the item is gone for good. It returns an

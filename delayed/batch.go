@@ -57,7 +57,7 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 		for cStart := 0; cStart < len(gValues); cStart += batchChunk {
 			chunk := gValues[cStart:min(cStart+batchChunk, len(gValues))]
 			c := &batchCall{ids: make([]string, len(chunk)), argv: make([]any, 3, 3+2*len(chunk))}
-			c.argv[0], c.argv[1], c.argv[2] = "delay", delay.Milliseconds(), k.Wake
+			c.argv[0], c.argv[1], c.argv[2] = "delay", delay.Microseconds(), k.Wake
 			for i, v := range chunk {
 				c.ids[i] = queue.NewID()
 				env, err := d.core.Encode(c.ids[i], v, headers)

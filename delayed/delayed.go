@@ -100,19 +100,21 @@ func (d *Queue[T]) Offer(ctx context.Context, v T, delay time.Duration, opts ...
 	if delay < 0 {
 		return "", fmt.Errorf("offer: negative delay %v: %w", delay, ErrInvalidArgument)
 	}
-	return d.offer(ctx, v, "delay", delay.Milliseconds(), opts)
+	return d.offer(ctx, v, "delay", delay.Microseconds(), opts)
 }
 
 // OfferAt adds v, due at the given time (compared with the Redis server's
 // clock), and returns its ID. A time in the past makes it ready at once.
 func (d *Queue[T]) OfferAt(ctx context.Context, v T, due time.Time, opts ...OfferOption) (string, error) {
-	if due.IsZero() || due.UnixMilli() <= 0 {
+	if due.IsZero() || due.UnixMicro() <= 0 {
 		return "", fmt.Errorf("offer: due time %v before 1970: %w", due, ErrInvalidArgument)
 	}
-	return d.offer(ctx, v, "at", due.UnixMilli(), opts)
+	return d.offer(ctx, v, "at", due.UnixMicro(), opts)
 }
 
-func (d *Queue[T]) offer(ctx context.Context, v T, mode string, ms int64, opts []OfferOption) (string, error) {
+// offer sends one item; us is the delay (mode "delay") or the due time
+// (mode "at") in microseconds.
+func (d *Queue[T]) offer(ctx context.Context, v T, mode string, us int64, opts []OfferOption) (string, error) {
 	if err := d.err(); err != nil {
 		return "", err
 	}
@@ -131,12 +133,12 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode string, ms int64, opts [
 	case id == "":
 		id = queue.NewID()
 	}
-	delay := time.Duration(ms) * time.Millisecond
+	delay := time.Duration(us) * time.Microsecond
 	if mode == "at" {
-		delay = time.Until(time.UnixMilli(ms))
+		delay = time.Until(time.UnixMicro(us))
 	}
 	ctx, span, headers := d.core.Tel.StartSend(ctx, id, max(delay, 0))
-	err := d.send(ctx, id, v, mode, ms, headers)
+	err := d.send(ctx, id, v, mode, us, headers)
 	sent := 1
 	if err != nil {
 		sent = 0
@@ -148,14 +150,14 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode string, ms int64, opts [
 	return id, nil
 }
 
-func (d *Queue[T]) send(ctx context.Context, id string, v T, mode string, ms int64, headers map[string]string) error {
+func (d *Queue[T]) send(ctx context.Context, id string, v T, mode string, us int64, headers map[string]string) error {
 	env, err := d.core.Encode(id, v, headers)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", d.core.Keys.Name, err)
 	}
 	k := d.core.Keys
 	res, err := lua.Offer.Run(ctx, d.core.RDB, []string{k.Delayed, k.Items, k.Seq, k.Ready},
-		id, env, mode, ms, k.Wake).Int64Slice()
+		id, env, mode, us, k.Wake).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", k.Name, err)
 	}

@@ -15,3 +15,6 @@ func Services(rdb redis.UniversalClient) (total, queues int) {
 	defer s.mu.Unlock()
 	return len(registry.services), len(s.workers)
 }
+
+// SleepPrecise is sleepPrecise, for tests.
+var SleepPrecise = sleepPrecise

@@ -243,3 +243,18 @@ func TestWakeRacesTimer(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// The worker's last stretch before a due time is slept with sleepPrecise:
+// it must never return early (the script would find nothing due, and the
+// item would wait for the next run).
+func TestSleepPreciseNeverEarly(t *testing.T) {
+	for _, d := range []time.Duration{0, 30 * time.Microsecond, 400 * time.Microsecond, 1900 * time.Microsecond} {
+		for range 20 {
+			start := time.Now()
+			transfer.SleepPrecise(d)
+			if got := time.Since(start); got < d {
+				t.Fatalf("SleepPrecise(%v) returned after %v", d, got)
+			}
+		}
+	}
+}

@@ -50,6 +50,15 @@ const (
 	maxBackoff = 5 * time.Second
 )
 
+// preciseWindow is how close to a due time the worker stops trusting the
+// Go timer. An idle Go process waits for timers in epoll with millisecond
+// timeouts, so a timer fires up to a millisecond late (0.2–0.8 ms measured
+// here); the kernel's nanosleep is late by tens of microseconds. The worker
+// sets its timer this much early and sleeps the rest with sleepPrecise,
+// which holds a thread for at most this long and does not watch for wake-ups
+// or stop (both wait at most this long).
+const preciseWindow = 2 * time.Millisecond
+
 func (w *worker) run() {
 	defer close(w.done)
 	// Script calls are not tied to the worker's lifetime: stop waits for the
@@ -59,68 +68,80 @@ func (w *worker) run() {
 	defer timer.Stop()
 	failures := 0
 	for {
-		wait, err := w.drain(ctx)
+		next, err := w.drain(ctx)
 		if err != nil {
 			failures++
-			wait = backoff(failures)
+			wait := backoff(failures)
+			next = time.Now().Add(wait)
 			w.t.Logger.Warn("redelay: transfer failed; retrying",
 				"queue", w.t.Keys.Name, "attempt", failures, "retry_in", wait, "err", err)
 		} else if failures > 0 {
 			w.t.Logger.Info("redelay: transfer recovered", "queue", w.t.Keys.Name, "after_failures", failures)
 			failures = 0
 		}
-		timer.Reset(wait)
+		if wait := time.Until(next); wait > preciseWindow {
+			timer.Reset(wait - preciseWindow)
+			select {
+			case <-w.quit:
+				return
+			case <-w.wakeCh:
+				// Reset above discards a pending expiry (Go 1.23 timers).
+				continue
+			case <-timer.C:
+			}
+		}
 		select {
 		case <-w.quit:
 			return
-		case <-w.wakeCh:
-			// Reset below discards a pending expiry (Go 1.23 timers).
-		case <-timer.C:
+		default:
+		}
+		if rest := time.Until(next); rest > 0 {
+			sleepPrecise(rest)
 		}
 	}
 }
 
 // drain moves due items until a batch comes back short, reclaims expired
-// leases, then returns how long to sleep before the next item falls due or
-// lease expires (at most the sweep interval).
-func (w *worker) drain(ctx context.Context) (wait time.Duration, err error) {
+// leases, then returns when to run next: when the next item falls due or
+// lease expires, at most the sweep interval away.
+func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 	start, moved := time.Now(), 0
 	defer func() { w.t.Telemetry.Transferred(ctx, start, moved, err) }()
 	k := w.t.Keys
 	for {
 		select {
 		case <-w.quit:
-			return w.t.Sweep, nil
+			return time.Now().Add(w.t.Sweep), nil
 		default:
 		}
 		res, err := lua.Transfer.Run(ctx, w.rdb, []string{k.Delayed, k.Items, k.Ready}, w.t.BatchSize).Int64Slice()
 		if err != nil {
-			return 0, fmt.Errorf("transfer %s: %w", k.Name, err)
+			return time.Time{}, fmt.Errorf("transfer %s: %w", k.Name, err)
 		}
+		replied := time.Now()
 		if len(res) != 4 {
-			return 0, fmt.Errorf("transfer %s: unexpected reply %v", k.Name, res)
+			return time.Time{}, fmt.Errorf("transfer %s: unexpected reply %v", k.Name, res)
 		}
-		n, next, nowUs := res[0], res[1], res[3]
+		n, nextDue, nowUs := res[0], res[1], res[3]
 		moved += int(n)
 		if n >= int64(w.t.BatchSize) {
 			continue // a full batch: more may be due
 		}
 		wait := w.t.Sweep
-		if next >= 0 {
-			// To the microsecond: the item is due when the server's clock
-			// reaches the start of its millisecond.
-			wait = min(wait, time.Duration(next*1000-nowUs)*time.Microsecond)
+		if nextDue >= 0 {
+			// Due times are kept to the microsecond.
+			wait = min(wait, time.Duration(nextDue-nowUs)*time.Microsecond)
 		}
 		lease, err := w.reclaim(ctx)
 		if err != nil {
-			return 0, err
+			return time.Time{}, err
 		}
 		if lease >= 0 {
 			wait = min(wait, lease)
 		}
 		// Due already (it arrived between two reads): go again after a
 		// short pause.
-		return max(wait, 100*time.Microsecond), nil
+		return replied.Add(max(wait, 100*time.Microsecond)), nil
 	}
 }
 

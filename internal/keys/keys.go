@@ -5,7 +5,7 @@
 // in one Redis Cluster slot and every script touches a single slot:
 //
 //	redelay:{N}:ready     LIST   items ready to take (pushed left, popped right)
-//	redelay:{N}:delayed   ZSET   member seq(6 bytes)+ID, score due time in Unix ms
+//	redelay:{N}:delayed   ZSET   member seq(6 bytes)+ID, score due time in Unix µs
 //	redelay:{N}:items     HASH   ID -> seq(6 bytes)+envelope, for delayed items
 //	redelay:{N}:seq       STRING offer counter, orders ties by offer order
 //	redelay:{N}:leases    ZSET   lease token -> lease deadline in Unix ms

@@ -8,27 +8,28 @@
 -- duplicates: the check would cost one lookup per item for a collision that
 -- does not happen.
 --
--- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due ms
+-- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due µs
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
 -- KEYS[3] -> redelay:{q}:seq       STRING offer counter
 -- KEYS[4] -> redelay:{q}:ready     LIST
 -- ARGV[1] -> "delay" or "at"
--- ARGV[2] -> delay in ms (mode delay) or due time in Unix ms (mode at)
+-- ARGV[2] -> delay in µs (mode delay) or due time in Unix µs (mode at)
 -- ARGV[3] -> wake-up channel, published to when the batch holds the earliest item
 -- ARGV[4], ARGV[5] … -> id, envelope (version byte, 16 bytes of times to
 --   fill in, rest), one pair per item, in offer order
 --
--- Output: {status, due ms, server now ms}
+-- Output: {status, due ms (rounded down), server now ms}
 --   status 1: the items are pending in the delayed set; 2: they were due and
 --   nothing pending was due before them, so they were pushed to the ready list.
 
-local now = now_ms()
-local due
+local us = now_us()
+local due_us
 if ARGV[1] == 'delay' then
-  due = now + tonumber(ARGV[2])
+  due_us = us + tonumber(ARGV[2])
 else
-  due = tonumber(ARGV[2])
+  due_us = tonumber(ARGV[2])
 end
+local now, due = math.floor(us / 1000), math.floor(due_us / 1000)
 local n = (#ARGV - 3) / 2
 if n < 1 then
   return {1, due, now}
@@ -37,9 +38,9 @@ end
 local times = be64(now) .. be64(due)
 local sub = string.sub
 
-if due <= now then
+if due_us <= us then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  if head[2] == nil or tonumber(head[2]) > due then
+  if head[2] == nil or tonumber(head[2]) > due_us then
     local envs = {}
     for i = 1, n do
       local env = ARGV[3 + 2 * i]
@@ -51,11 +52,12 @@ if due <= now then
 end
 
 local first = redis.call('INCRBY', KEYS[3], n) - n
+local score = us_str(due_us)
 local zargs, hargs = {}, {}
 for i = 1, n do
   local id, env = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
   local seq = seq_bytes(first + i)
-  zargs[2 * i - 1] = due
+  zargs[2 * i - 1] = score
   zargs[2 * i] = seq .. id
   hargs[2 * i - 1] = id
   hargs[2 * i] = seq .. sub(env, 1, 1) .. times .. sub(env, 18)
@@ -64,6 +66,6 @@ redis.call('ZADD', KEYS[1], unpack(zargs))
 redis.call('HSET', KEYS[2], unpack(hargs))
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
 if head[1] == zargs[2] then
-  redis.call('PUBLISH', ARGV[3], due)
+  redis.call('PUBLISH', ARGV[3], score)
 end
 return {1, due, now}

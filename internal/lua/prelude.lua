@@ -6,6 +6,12 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- us_str formats a time in microseconds for a Redis command: Lua turns a
+-- number into text with 14 significant digits, and Unix µs have 16.
+local function us_str(us)
+  return string.format('%.0f', us)
+end
+
 -- now_ms returns the Redis server's clock in Unix milliseconds.
 local function now_ms()
   return math.floor(now_us() / 1000)
@@ -91,25 +97,26 @@ local function with_due(env, due)
   return string.sub(env, 1, 9) .. be64(due) .. string.sub(env, 18)
 end
 
--- schedule puts env, due at due (ms), into a queue's delayed set under the
--- items-hash field `field`, or straight onto the ready list when it is due
--- and nothing pending is due before it. Publishes on channel when the item
--- becomes the earliest pending one. Returns 1 (pending) or 2 (ready).
-local function schedule(kDelayed, kItems, kSeq, kReady, field, env, due, now, channel)
-  if due <= now then
+-- schedule puts env, due at due_us (Unix µs), into a queue's delayed set
+-- under the items-hash field `field`, or straight onto the ready list when
+-- it is due (now_us is the server clock) and nothing pending is due before
+-- it. Publishes on channel when the item becomes the earliest pending one.
+-- Returns 1 (pending) or 2 (ready).
+local function schedule(kDelayed, kItems, kSeq, kReady, field, env, due_us, now_us_, channel)
+  if due_us <= now_us_ then
     local head = redis.call('ZRANGE', kDelayed, 0, 0, 'WITHSCORES')
-    if head[2] == nil or tonumber(head[2]) > due then
+    if head[2] == nil or tonumber(head[2]) > due_us then
       redis.call('LPUSH', kReady, env)
       return 2
     end
   end
   local seq = seq_bytes(redis.call('INCR', kSeq))
   local member = seq .. field
-  redis.call('ZADD', kDelayed, due, member)
+  redis.call('ZADD', kDelayed, us_str(due_us), member)
   redis.call('HSET', kItems, field, seq .. env)
   local head = redis.call('ZRANGE', kDelayed, 0, 0)
   if head[1] == member then
-    redis.call('PUBLISH', channel, due)
+    redis.call('PUBLISH', channel, us_str(due_us))
   end
   return 1
 end

@@ -3,18 +3,18 @@
 -- or lost, however many processes run it at once. The batch bound keeps each
 -- call short; the caller repeats while batches come back full.
 --
--- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due ms
+-- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due µs
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
 -- KEYS[3] -> redelay:{q}:ready     LIST
 -- ARGV[1] -> batch limit (at most a few thousand: results are unpacked)
 --
--- Output: {moved, next due ms or -1 when nothing is pending, server now ms,
---          server now µs (to time the next run to the microsecond)}
+-- Output: {moved, next due µs or -1 when nothing is pending, server now ms,
+--          server now µs}
 
 local us = now_us()
 local now = math.floor(us / 1000)
 
-local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', us_str(us), 'LIMIT', 0, tonumber(ARGV[1]))
 local n = #members
 if n > 0 then
   local ids = {}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package transfer
+
+import "time"
+
+// sleepPrecise sleeps for d. Outside Linux it is time.Sleep, as precise as
+// the Go runtime's timers.
+func sleepPrecise(d time.Duration) { time.Sleep(d) }
