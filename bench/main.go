@@ -1,6 +1,13 @@
 // Command bench runs the side-by-side benchmark of redelay against its peers
 // and the usual polling recipe, each against its own fresh redis-server, and
-// writes results.json and results.md.
+// writes results.json, results.md and charts to -out (nothing else).
+//
+// It exits non-zero, after writing the results and listing why, when any
+// contestant failed to run a workload cleanly: a setup or workload error, a
+// failed offer or cancel, a lost or duplicated item, a time bound hit. It
+// asserts nothing about speed, so the quick run doubles as a smoke test:
+//
+//	go run . -quick -out "$(mktemp -d)"
 //
 //	go run . -quick -out results
 //	go run . -full -only redelay-take,seed-poll
@@ -45,9 +52,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	failed := false
 	if err := harness.Write(*out, res); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		failed = true
+	} else {
+		fmt.Fprintf(os.Stderr, "wrote %s/results.json and %s/results.md (%.0f s)\n", *out, *out, res.WallSeconds)
+	}
+	if len(res.Problems) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: FAILED: %d problem(s):\n", len(res.Problems))
+		for _, p := range res.Problems {
+			fmt.Fprintln(os.Stderr, "  -", p)
+		}
+		failed = true
+	}
+	if failed {
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s/results.json and %s/results.md (%.0f s)\n", *out, *out, res.WallSeconds)
 }

@@ -1,7 +1,9 @@
 // BullMQ side of the "bullmq" benchmark contestant (bench/contestants/bullmq.go).
 //
-// The Go harness starts `node worker.mjs` with REDIS_HOST, REDIS_PORT and
-// QUEUE in the environment and speaks a line protocol over stdin/stdout.
+// The Go harness starts `node worker.mjs` with REDIS_HOST, REDIS_PORT, QUEUE
+// and PADDING in the environment and speaks a line protocol over
+// stdin/stdout. Each job's data is {id}, or {id, pad} with pad a string of
+// PADDING bytes when PADDING is over 0.
 //
 // Requests (stdin), each tagged with a sequence number chosen by Go:
 //   <seq> offer <id> <dueUnixMs>           queue.add, delay = max(0, due - now),
@@ -32,6 +34,9 @@ const redisOptions = {
   maxRetriesPerRequest: null,
 };
 const queueName = process.env.QUEUE || 'bench';
+// The same padding as padding() in bench/contestants/contestant.go.
+const paddingBytes = Number(process.env.PADDING || 0);
+const pad = paddingBytes > 0 ? '0123456789abcdef'.repeat(Math.ceil(paddingBytes / 16) + 1).slice(0, paddingBytes) : '';
 
 const queueConnection = new Redis(redisOptions);
 const queue = new Queue(queueName, { connection: queueConnection });
@@ -54,6 +59,10 @@ function jobId(id) {
   return `bench-${id}`;
 }
 
+function jobData(id) {
+  return pad ? { id, pad } : { id };
+}
+
 function parseInteger(s, what) {
   if (!/^-?\d+$/.test(s ?? '')) throw new Error(`bad ${what} ${JSON.stringify(s)}`);
   return Number(s);
@@ -62,14 +71,14 @@ function parseInteger(s, what) {
 async function offer(idArg, dueArg) {
   const id = parseInteger(idArg, 'id');
   const due = parseInteger(dueArg, 'due');
-  await queue.add('bench', { id }, { delay: delayUntil(due), jobId: jobId(id) });
+  await queue.add('bench', jobData(id), { delay: delayUntil(due), jobId: jobId(id) });
 }
 
 async function offerBatch(dueArg, idsArg) {
   const due = parseInteger(dueArg, 'due');
   const ids = (idsArg ?? '').split(',').filter((s) => s !== '').map((s) => parseInteger(s, 'id'));
   const delay = delayUntil(due);
-  await queue.addBulk(ids.map((id) => ({ name: 'bench', data: { id }, opts: { delay, jobId: jobId(id) } })));
+  await queue.addBulk(ids.map((id) => ({ name: 'bench', data: jobData(id), opts: { delay, jobId: jobId(id) } })));
 }
 
 async function cancel(idArg) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -30,6 +31,7 @@ type Asynq struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	server    *asynq.Server
+	pad       string
 }
 
 // Name implements Contestant.
@@ -40,6 +42,15 @@ func (*Asynq) Settings() string {
 	return "asynq v0.26.0; Enqueue(NewTask, ProcessAt(due), TaskID(id)) on queue \"default\"; " +
 		"Server Concurrency 8, LogLevel Fatal, otherwise defaults " +
 		"(DelayedTaskCheckInterval 5s, TaskCheckInterval 1s, MaxRetry 25, Retention 0)"
+}
+
+// SetPadding implements Contestant: the padding follows the id in the task
+// payload, "<id> <padding>".
+func (a *Asynq) SetPadding(n int) {
+	a.pad = ""
+	if n > 0 {
+		a.pad = " " + padding(n)
+	}
 }
 
 // Setup implements Contestant.
@@ -56,7 +67,7 @@ func (a *Asynq) Setup(_ context.Context, addr string) error {
 // Offer implements Contestant.
 func (a *Asynq) Offer(ctx context.Context, id int, due time.Time) error {
 	key := strconv.Itoa(id)
-	task := asynq.NewTask(asynqTaskType, []byte(key))
+	task := asynq.NewTask(asynqTaskType, []byte(key+a.pad))
 	if _, err := a.client.EnqueueContext(ctx, task, asynq.ProcessAt(due), asynq.TaskID(key)); err != nil {
 		return fmt.Errorf("asynq: enqueue %d: %w", id, err)
 	}
@@ -83,7 +94,8 @@ func (a *Asynq) Consume(_ context.Context, arrived func(id int)) error {
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(asynqTaskType, func(_ context.Context, t *asynq.Task) error {
-		id, err := strconv.Atoi(string(t.Payload()))
+		idStr, _, _ := strings.Cut(string(t.Payload()), " ")
+		id, err := strconv.Atoi(idStr)
 		if err != nil {
 			// Not retried: a payload that does not decode never will.
 			return fmt.Errorf("bad payload %q: %w", t.Payload(), asynq.SkipRetry)

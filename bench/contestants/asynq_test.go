@@ -13,15 +13,16 @@ import (
 )
 
 func TestAsynq(t *testing.T) {
-	exerciseContestant(t, "asynq", 30*time.Second)
+	exerciseContestant(t, "asynq", 30*time.Second, 0)
 }
 
 // exerciseContestant runs the registered contestant name against a fresh
 // redis-server: 200 items due over about a second (half through OfferBatch
 // when the contestant has it), plus items canceled right after offering
-// when it is a Canceler. Every item must arrive exactly once, within
-// deadline, and no canceled item may arrive.
-func exerciseContestant(t *testing.T, name string, deadline time.Duration) {
+// when it is a Canceler, each value padded with pad bytes (SetPadding).
+// Every item must arrive exactly once, within deadline, and no canceled
+// item may arrive.
+func exerciseContestant(t *testing.T, name string, deadline time.Duration, pad int) {
 	t.Helper()
 	addr := startTestRedisServer(t)
 	c := New(name)
@@ -32,6 +33,7 @@ func exerciseContestant(t *testing.T, name string, deadline time.Duration) {
 		t.Fatalf("Name() = %q, want %q", c.Name(), name)
 	}
 	t.Logf("Settings(): %s", c.Settings())
+	c.SetPadding(pad)
 
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

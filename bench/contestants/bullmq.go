@@ -39,6 +39,7 @@ type BullMQ struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr tailBuffer
+	pad    int
 
 	writeMu sync.Mutex // serializes request lines on stdin
 
@@ -59,9 +60,13 @@ func (*BullMQ) Name() string { return "bullmq" }
 func (*BullMQ) Settings() string {
 	return "bullmq 6.7.0 on Node.js " + nodeVersion() + ", driven from Go over a stdin/stdout line protocol " +
 		"(every offer and delivery crosses the pipe; requests pipelined); " +
-		"Queue.add(name, {id}, {delay, jobId}) / addBulk for batches; " +
+		"Queue.add(name, {id} (or {id, pad} when padded), {delay, jobId}) / addBulk for batches; " +
 		"Worker concurrency 8, otherwise defaults (removeOnComplete off, attempts 1)"
 }
+
+// SetPadding implements Contestant: worker.mjs adds a pad field of n bytes
+// to each job's data, {id, pad}.
+func (b *BullMQ) SetPadding(n int) { b.pad = max(n, 0) }
 
 // Setup implements Contestant: it installs the Node.js dependencies when
 // they are missing, then starts worker.mjs against addr.
@@ -84,7 +89,7 @@ func (b *BullMQ) Setup(ctx context.Context, addr string) error {
 
 	cmd := exec.Command(node, "worker.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "REDIS_HOST="+host, "REDIS_PORT="+port, "QUEUE=bench")
+	cmd.Env = append(os.Environ(), "REDIS_HOST="+host, "REDIS_PORT="+port, "QUEUE=bench", "PADDING="+strconv.Itoa(b.pad))
 	cmd.Stderr = &b.stderr
 	cmd.SysProcAttr = killWithParent()
 	stdin, err := cmd.StdinPipe()

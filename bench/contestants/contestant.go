@@ -5,6 +5,7 @@ package contestants
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,11 @@ type Contestant interface {
 	// Settings describes the non-default settings used, for the report
 	// ("defaults" when none).
 	Settings() string
+	// SetPadding makes every later offer (Offer, OfferBatch) carry n bytes
+	// of padding beside the id in the item's value, stored the way the
+	// contestant's users store a payload; Cancel and Consume still work by
+	// id. 0, the default, offers the id alone. Called before Setup.
+	SetPadding(n int)
 	// Setup connects to the Redis server at addr (host:port on loopback).
 	Setup(ctx context.Context, addr string) error
 	// Offer schedules item id to be delivered at due (wall clock). Safe for
@@ -40,4 +46,13 @@ type BatchOfferer interface {
 // the id it was offered with.
 type Canceler interface {
 	Cancel(ctx context.Context, id int) error
+}
+
+// padding returns n bytes of printable padding (bench/bullmq/worker.mjs
+// builds the same string).
+func padding(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("0123456789abcdef", n/16+1)[:n]
 }

@@ -21,14 +21,20 @@ func init() {
 // redelayConsumers is how many goroutines take (or handlers run) at once.
 const redelayConsumers = 8
 
-// Item is the value offered by the redelay contestants.
-type Item struct{ ID int }
+// Item is the value offered by the redelay and redisson-algo contestants:
+// the id, plus Pad when the contestant is padded (omitted when empty, so an
+// unpadded value is the id alone).
+type Item struct {
+	ID  int
+	Pad string `json:",omitempty"` // redelay's msgpack codec falls back to json tags
+}
 
 // Redelay is redelay used with its defaults: a delayed.Queue feeding a
 // blocking.Queue, consumed either with Take (at most once) or with
 // Consume (leases, acks).
 type Redelay struct {
 	mode string // "take" or "receive"
+	pad  string
 
 	rdb    *redis.Client
 	q      *blocking.Queue[Item]
@@ -46,6 +52,10 @@ func (r *Redelay) Settings() string {
 	return "defaults; Queue.Consume with WithConcurrency(8), handler returns nil (ack)"
 }
 
+// SetPadding implements Contestant: the padding is a field of the
+// msgpack-encoded value.
+func (r *Redelay) SetPadding(n int) { r.pad = padding(n) }
+
 func (r *Redelay) Setup(ctx context.Context, addr string) error {
 	r.rdb = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
 	if err := r.rdb.Ping(ctx).Err(); err != nil {
@@ -57,7 +67,7 @@ func (r *Redelay) Setup(ctx context.Context, addr string) error {
 }
 
 func (r *Redelay) Offer(ctx context.Context, id int, due time.Time) error {
-	_, err := r.dq.OfferAt(ctx, Item{ID: id}, due, delayed.WithID(strconv.Itoa(id)))
+	_, err := r.dq.OfferAt(ctx, Item{ID: id, Pad: r.pad}, due, delayed.WithID(strconv.Itoa(id)))
 	return err
 }
 
@@ -67,7 +77,7 @@ func (r *Redelay) Offer(ctx context.Context, id int, due time.Time) error {
 func (r *Redelay) OfferBatch(ctx context.Context, ids []int, due time.Time) error {
 	vs := make([]Item, len(ids))
 	for i, id := range ids {
-		vs[i] = Item{ID: id}
+		vs[i] = Item{ID: id, Pad: r.pad}
 	}
 	_, err := r.dq.OfferBatch(ctx, vs, max(time.Until(due), 0))
 	return err

@@ -28,6 +28,7 @@ type Redisson struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	wake   chan int64
+	pad    string
 }
 
 const (
@@ -190,8 +191,12 @@ func (r *Redisson) scheduler(ctx context.Context) {
 	}
 }
 
-func rsEncode(id int) []byte {
-	b, _ := json.Marshal(Item{ID: id})
+// SetPadding implements Contestant: the padding is a field of the JSON
+// value.
+func (r *Redisson) SetPadding(n int) { r.pad = padding(n) }
+
+func (r *Redisson) encode(id int) []byte {
+	b, _ := json.Marshal(Item{ID: id, Pad: r.pad})
 	return b
 }
 
@@ -199,11 +204,11 @@ func (r *Redisson) Offer(ctx context.Context, id int, due time.Time) error {
 	var rid [8]byte
 	_, _ = rand.Read(rid[:])
 	return ignoreNil(rsOffer.Run(ctx, r.rdb, []string{rsDest, rsTimeout, rsOrder, rsChannel},
-		due.UnixMilli(), rid[:], rsEncode(id)).Err())
+		due.UnixMilli(), rid[:], r.encode(id)).Err())
 }
 
 func (r *Redisson) Cancel(ctx context.Context, id int) error {
-	return ignoreNil(rsRemove.Run(ctx, r.rdb, []string{rsOrder, rsTimeout}, rsEncode(id)).Err())
+	return ignoreNil(rsRemove.Run(ctx, r.rdb, []string{rsOrder, rsTimeout}, r.encode(id)).Err())
 }
 
 func ignoreNil(err error) error {

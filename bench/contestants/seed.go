@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ type SeedPoll struct {
 	rdb    *redis.Client
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	pad    string
 }
 
 const seedKey = "seed:delayed"
@@ -39,17 +41,28 @@ func (s *SeedPoll) Settings() string {
 	return "ZADD; one loop popping up to 1000 due items once a second (Lua ZRANGEBYSCORE+ZREM)"
 }
 
+// SetPadding implements Contestant: the recipe stores the value as the ZSET
+// member, so a padded member is "<id>:<padding>".
+func (s *SeedPoll) SetPadding(n int) {
+	s.pad = ""
+	if n > 0 {
+		s.pad = ":" + padding(n)
+	}
+}
+
+func (s *SeedPoll) member(id int) string { return strconv.Itoa(id) + s.pad }
+
 func (s *SeedPoll) Setup(ctx context.Context, addr string) error {
 	s.rdb = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
 	return s.rdb.Ping(ctx).Err()
 }
 
 func (s *SeedPoll) Offer(ctx context.Context, id int, due time.Time) error {
-	return s.rdb.ZAdd(ctx, seedKey, redis.Z{Score: float64(due.UnixMilli()), Member: strconv.Itoa(id)}).Err()
+	return s.rdb.ZAdd(ctx, seedKey, redis.Z{Score: float64(due.UnixMilli()), Member: s.member(id)}).Err()
 }
 
 func (s *SeedPoll) Cancel(ctx context.Context, id int) error {
-	return s.rdb.ZRem(ctx, seedKey, strconv.Itoa(id)).Err()
+	return s.rdb.ZRem(ctx, seedKey, s.member(id)).Err()
 }
 
 func (s *SeedPoll) Consume(ctx context.Context, arrived func(id int)) error {
@@ -69,7 +82,8 @@ func (s *SeedPoll) Consume(ctx context.Context, arrived func(id int)) error {
 				continue
 			}
 			for _, m := range due {
-				if id, err := strconv.Atoi(m); err == nil {
+				idStr, _, _ := strings.Cut(m, ":")
+				if id, err := strconv.Atoi(idStr); err == nil {
 					arrived(id)
 				}
 			}

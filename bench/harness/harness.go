@@ -4,6 +4,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,6 +34,8 @@ type Config struct {
 	CancelM        int           `json:"cancel_samples"`
 	CeilingN       int           `json:"ceiling_requests"`
 	Producers      int           `json:"producers"`
+	MemoryN        int           `json:"memory_n"`            // padded memory measurement: items
+	ValueBytes     int           `json:"value_padding_bytes"` // … and padding per item
 	RedisServer    string        `json:"-"`
 	RedisBenchmark string        `json:"-"`
 	Only           []string      `json:"only,omitempty"`
@@ -42,12 +45,14 @@ type Config struct {
 // Quick and Full are the two predefined sizes.
 func Quick() Config {
 	return Config{Mode: "quick", OfferN: 20000, BurstN: 20000, TrickleN: 500, TrickleSpan: 5 * time.Second,
-		Backlogs: []int{10000}, LatencyM: 200, TransferK: 1000, CancelM: 100, CeilingN: 200000, Producers: 8}
+		Backlogs: []int{10000}, LatencyM: 200, TransferK: 1000, CancelM: 100, CeilingN: 200000, Producers: 8,
+		MemoryN: 20000, ValueBytes: 256}
 }
 
 func Full() Config {
 	return Config{Mode: "full", OfferN: 200000, BurstN: 100000, TrickleN: 2000, TrickleSpan: 10 * time.Second,
-		Backlogs: []int{10000, 100000, 1000000}, LatencyM: 500, TransferK: 5000, CancelM: 200, CeilingN: 2000000, Producers: 8}
+		Backlogs: []int{10000, 100000, 1000000}, LatencyM: 500, TransferK: 5000, CancelM: 200, CeilingN: 2000000, Producers: 8,
+		MemoryN: 100000, ValueBytes: 256}
 }
 
 // Latency summarises arrival − due, in milliseconds.
@@ -75,6 +80,18 @@ type OfferResult struct {
 	Seconds    float64 `json:"seconds"`
 	PerSec     float64 `json:"items_per_sec"`
 	BytesPer   float64 `json:"redis_bytes_per_pending_item,omitempty"`
+	Errors     int     `json:"errors"`
+	Note       string  `json:"note,omitempty"`
+}
+
+// MemoryResult is Redis memory per pending item, for one value size: the
+// 1-producer offer run (ValueBytes 0: the id alone) and the padded run.
+type MemoryResult struct {
+	Contestant string  `json:"contestant"`
+	ValueBytes int     `json:"value_padding_bytes"` // padding beside the id; 0: the id alone
+	N          int     `json:"n"`
+	Producers  int     `json:"producers"`
+	BytesPer   float64 `json:"redis_bytes_per_pending_item"`
 	Errors     int     `json:"errors"`
 	Note       string  `json:"note,omitempty"`
 }
@@ -121,11 +138,15 @@ type Results struct {
 	WallSeconds  float64          `json:"wall_seconds"`
 	Contestants  []ContestantInfo `json:"contestants"`
 	Offer        []OfferResult    `json:"offer"`
+	Memory       []MemoryResult   `json:"memory"`
 	Burst        []DeliveryResult `json:"burst"`
 	Trickle      []DeliveryResult `json:"trickle"`
 	Backlog      []BacklogResult  `json:"backlog"`
 	Ceiling      []CeilingResult  `json:"ceiling"`
-	Problems     []string         `json:"problems,omitempty"`
+	// Problems lists every failure: a setup or workload error, a failed
+	// offer or cancel, a lost or duplicated item, a bound hit. Empty on a
+	// clean run; cmd bench exits non-zero otherwise.
+	Problems []string `json:"problems,omitempty"`
 }
 
 type runner struct {
@@ -143,7 +164,20 @@ func (r *runner) logf(format string, a ...any) {
 func (r *runner) problem(format string, a ...any) {
 	s := fmt.Sprintf(format, a...)
 	r.logf("PROBLEM: %s", s)
+	r.mu.Lock()
 	r.res.Problems = append(r.res.Problems, s)
+	r.mu.Unlock()
+}
+
+// checkDelivery records a problem for offer errors, lost or duplicated
+// items.
+func (r *runner) checkDelivery(workload string, d DeliveryResult) {
+	if d.Errors > 0 {
+		r.problem("%s %s: %d offers failed", workload, d.Contestant, d.Errors)
+	}
+	if d.Lost > 0 || d.Dup > 0 {
+		r.problem("%s %s: %d of %d items lost, %d duplicated", workload, d.Contestant, d.Lost, d.N, d.Dup)
+	}
 }
 
 // Run runs every workload for every selected contestant.
@@ -183,6 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	for _, n := range names {
 		r.offerWorkload(ctx, n)
+		r.memoryWorkload(ctx, n)
 	}
 	for _, n := range names {
 		r.burstWorkload(ctx, n)
@@ -204,6 +239,13 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 // bounded by limit; Close is bounded too.
 func (r *runner) session(ctx context.Context, name string, limit time.Duration,
 	fn func(ctx context.Context, c contestants.Contestant, srv *Server) error) error {
+	return r.paddedSession(ctx, name, 0, limit, fn)
+}
+
+// paddedSession is session with the contestant's values padded with pad
+// bytes.
+func (r *runner) paddedSession(ctx context.Context, name string, pad int, limit time.Duration,
+	fn func(ctx context.Context, c contestants.Contestant, srv *Server) error) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	srv, err := StartServer(ctx, r.cfg.RedisServer)
@@ -212,6 +254,7 @@ func (r *runner) session(ctx context.Context, name string, limit time.Duration,
 	}
 	defer srv.Stop()
 	c := contestants.New(name)
+	c.SetPadding(pad)
 	if err := c.Setup(ctx, srv.Addr); err != nil {
 		closeBounded(c)
 		return fmt.Errorf("setup: %w", err)
@@ -343,16 +386,22 @@ func (r *runner) offerWorkload(ctx context.Context, name string) {
 		r.logf("offer: %s, %d producer(s), %d items", name, p, n)
 		res := OfferResult{Contestant: name, Producers: p, N: n}
 		err := r.session(ctx, name, 120*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
-			before, _ := srv.UsedMemory(ctx)
+			before, err := srv.DataMemory(ctx)
+			if err != nil {
+				return err
+			}
 			el, errs := offerAll(ctx, c, seq(0, n), func(int) time.Time { return far }, p)
 			res.Seconds, res.Errors = el.Seconds(), errs
 			res.PerSec = float64(n-errs) / el.Seconds()
-			after, _ := srv.UsedMemory(ctx)
+			if ctx.Err() != nil {
+				return errors.New("cut at the time bound")
+			}
+			after, err := srv.DataMemory(ctx)
+			if err != nil {
+				return err
+			}
 			if n > errs {
 				res.BytesPer = float64(after-before) / float64(n-errs)
-			}
-			if ctx.Err() != nil {
-				res.Note = "cut at the time bound"
 			}
 			return nil
 		})
@@ -360,7 +409,14 @@ func (r *runner) offerWorkload(ctx context.Context, name string) {
 			res.Note = err.Error()
 			r.problem("offer %s p=%d: %v", name, p, err)
 		}
+		if res.Errors > 0 {
+			r.problem("offer %s p=%d: %d of %d offers failed", name, p, res.Errors, n)
+		}
 		r.res.Offer = append(r.res.Offer, res)
+		if p == 1 {
+			r.res.Memory = append(r.res.Memory, MemoryResult{Contestant: name, N: n, Producers: p,
+				BytesPer: res.BytesPer, Errors: res.Errors, Note: res.Note})
+		}
 	}
 	if _, ok := contestants.New(name).(contestants.BatchOfferer); !ok {
 		return
@@ -369,7 +425,10 @@ func (r *runner) offerWorkload(ctx context.Context, name string) {
 	res := OfferResult{Contestant: name, Producers: 1, Batch: true, N: n}
 	err := r.session(ctx, name, 120*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
 		b := c.(contestants.BatchOfferer)
-		before, _ := srv.UsedMemory(ctx)
+		before, err := srv.DataMemory(ctx)
+		if err != nil {
+			return err
+		}
 		start := time.Now()
 		const chunk = 1000
 		for i := 0; i < n && ctx.Err() == nil; i += chunk {
@@ -378,9 +437,15 @@ func (r *runner) offerWorkload(ctx context.Context, name string) {
 			}
 		}
 		el := time.Since(start)
-		after, _ := srv.UsedMemory(ctx)
 		res.Seconds = el.Seconds()
 		res.PerSec = float64(n-res.Errors) / el.Seconds()
+		if ctx.Err() != nil {
+			return errors.New("cut at the time bound")
+		}
+		after, err := srv.DataMemory(ctx)
+		if err != nil {
+			return err
+		}
 		if n > res.Errors {
 			res.BytesPer = float64(after-before) / float64(n-res.Errors)
 		}
@@ -391,7 +456,49 @@ func (r *runner) offerWorkload(ctx context.Context, name string) {
 		res.Note = err.Error()
 		r.problem("offer batch %s: %v", name, err)
 	}
+	if res.Errors > 0 {
+		r.problem("offer batch %s: %d of %d offers failed", name, res.Errors, n)
+	}
 	r.res.Offer = append(r.res.Offer, res)
+}
+
+// memoryWorkload measures Redis memory per pending item with values padded
+// to a realistic size: MemoryN items, ValueBytes of padding each, due in
+// 24 h, offered by the usual producers.
+func (r *runner) memoryWorkload(ctx context.Context, name string) {
+	n, pad, p := r.cfg.MemoryN, r.cfg.ValueBytes, r.cfg.Producers
+	if n <= 0 || pad <= 0 {
+		return
+	}
+	r.logf("memory: %s, %d items with %d bytes of padding, %d producers", name, n, pad, p)
+	res := MemoryResult{Contestant: name, ValueBytes: pad, N: n, Producers: p}
+	far := time.Now().Add(24 * time.Hour)
+	err := r.paddedSession(ctx, name, pad, 120*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
+		before, err := srv.DataMemory(ctx)
+		if err != nil {
+			return err
+		}
+		_, res.Errors = offerAll(ctx, c, seq(0, n), func(int) time.Time { return far }, p)
+		if ctx.Err() != nil {
+			return errors.New("cut at the time bound")
+		}
+		after, err := srv.DataMemory(ctx)
+		if err != nil {
+			return err
+		}
+		if n > res.Errors {
+			res.BytesPer = float64(after-before) / float64(n-res.Errors)
+		}
+		return nil
+	})
+	if err != nil {
+		res.Note = err.Error()
+		r.problem("memory %s (%d-byte padding): %v", name, pad, err)
+	}
+	if res.Errors > 0 {
+		r.problem("memory %s (%d-byte padding): %d of %d offers failed", name, pad, res.Errors, n)
+	}
+	r.res.Memory = append(r.res.Memory, res)
 }
 
 // offerRate is the contestant's measured multi-producer offer rate, or 0.
@@ -439,6 +546,8 @@ func (r *runner) burstWorkload(ctx context.Context, name string) {
 	if err != nil {
 		res.Note = err.Error()
 		r.problem("burst %s: %v", name, err)
+	} else {
+		r.checkDelivery("burst", res)
 	}
 	r.res.Burst = append(r.res.Burst, res)
 }
@@ -446,7 +555,10 @@ func (r *runner) burstWorkload(ctx context.Context, name string) {
 func (r *runner) trickleWorkload(ctx context.Context, name string) {
 	n, span := r.cfg.TrickleN, r.cfg.TrickleSpan
 	lead := time.Second
-	bound := lead + span + 5*time.Second
+	// Grace after the last due time: asynq alone may take 5 s (its
+	// forwarder's poll) plus 1 s (its processors' poll) to deliver.
+	const grace = 10 * time.Second
+	bound := lead + span + grace
 	r.logf("trickle: %s, %d items over %v", name, n, span)
 	res := DeliveryResult{Contestant: name, N: n}
 	err := r.session(ctx, name, bound+60*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
@@ -464,13 +576,15 @@ func (r *runner) trickleWorkload(ctx context.Context, name string) {
 		if el > lead {
 			res.Note = fmt.Sprintf("offering took %v, longer than the %v lead", el.Round(time.Millisecond), lead)
 		}
-		t.wait(ctx, time.Until(t0)+span+5*time.Second)
+		t.wait(ctx, time.Until(t0)+span+grace)
 		res.Lateness, res.Lost, res.Dup, _ = t.summarise(dueF, true)
 		return nil
 	})
 	if err != nil {
 		res.Note = err.Error()
 		r.problem("trickle %s: %v", name, err)
+	} else {
+		r.checkDelivery("trickle", res)
 	}
 	r.res.Trickle = append(r.res.Trickle, res)
 }
@@ -486,17 +600,23 @@ func (r *runner) backlogWorkload(ctx context.Context, name string, b int) {
 		res.FillSeconds = el.Seconds()
 		if errs > 0 {
 			res.Note = fmt.Sprintf("%d fill offers failed; ", errs)
+			r.problem("backlog %s %d: %d of %d fill offers failed", name, b, errs, b)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("fill cut at the time bound")
 		}
 		// Offer latency: M sequential single offers, far in the future.
 		m := r.cfg.LatencyM
-		start := time.Now()
+		start, failed := time.Now(), 0
 		for i := range m {
-			_ = c.Offer(ctx, b+i, far)
+			if err := c.Offer(ctx, b+i, far); err != nil {
+				failed++
+			}
 		}
 		res.OfferMeanUs = float64(time.Since(start).Microseconds()) / float64(m)
+		if failed > 0 {
+			r.problem("backlog %s %d: %d of %d single offers failed", name, b, failed, m)
+		}
 		// Transfer: K items due shortly, drained from among the backlog.
 		k := r.cfg.TransferK
 		base := b + m
@@ -506,10 +626,15 @@ func (r *runner) backlogWorkload(ctx context.Context, name string, b int) {
 		}
 		due := time.Now().Add(2 * time.Second).Round(0).Truncate(time.Millisecond)
 		dueF := func(int) time.Time { return due }
-		offerAll(ctx, c, seq(base, k), dueF, r.cfg.Producers)
+		if _, errs := offerAll(ctx, c, seq(base, k), dueF, r.cfg.Producers); errs > 0 {
+			r.problem("backlog %s %d: %d of %d transfer offers failed", name, b, errs, k)
+		}
 		t.wait(ctx, time.Until(due)+30*time.Second)
-		_, lost, _, last := t.summarise(dueF, false)
+		_, lost, dup, last := t.summarise(dueF, false)
 		res.TransferK, res.TransferLost = k, lost
+		if lost > 0 || dup > 0 {
+			r.problem("backlog %s %d: transfer: %d of %d items lost, %d duplicated", name, b, lost, k, dup)
+		}
 		if d := last.Sub(due).Seconds(); !last.IsZero() && d > 0 {
 			res.TransferMs = d * 1000
 			res.TransferRate = float64(k-lost) / d
@@ -526,6 +651,7 @@ func (r *runner) backlogWorkload(ctx context.Context, name string, b int) {
 				s := time.Now()
 				if err := cc.Cancel(ctx, id); err != nil {
 					res.Note += "cancel error: " + err.Error() + "; "
+					r.problem("backlog %s %d: cancel %d: %v", name, b, id, err)
 					break
 				}
 				total += time.Since(s)

@@ -80,15 +80,25 @@ func (s *Server) Stop() {
 	_ = os.RemoveAll(s.dir)
 }
 
-// UsedMemory returns INFO memory's used_memory, in bytes.
-func (s *Server) UsedMemory(ctx context.Context) (int64, error) {
+// DataMemory returns INFO memory's used_memory less mem_clients_normal, in
+// bytes: what the server holds, without the buffers of its client
+// connections (which vary with how many producers are connected).
+func (s *Server) DataMemory(ctx context.Context) (int64, error) {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr})
 	defer c.Close()
 	info, err := c.Info(ctx, "memory").Result()
 	if err != nil {
 		return 0, err
 	}
-	return infoField(info, "used_memory")
+	used, err := infoField(info, "used_memory")
+	if err != nil {
+		return 0, err
+	}
+	clients, err := infoField(info, "mem_clients_normal")
+	if err != nil {
+		return 0, err
+	}
+	return used - clients, nil
 }
 
 // Version returns the server's redis_version.

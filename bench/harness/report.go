@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func Markdown(res *Results) string {
 	}
 
 	zadd := res.ceilingOf("ZADD")
-	p("\n## Offer throughput\n\n%d items due in 24 h (nothing moves). Memory: `used_memory` after − before, ÷ items. \"vs best\" and \"vs ZADD ceiling\" compare the %d-producer rate.\n\n", cfg.OfferN, cfg.Producers)
+	p("\n## Offer throughput\n\n%d items due in 24 h (nothing moves). Memory (1-producer run, the id alone as the value): `used_memory` less client buffers, after − before, ÷ items; see also [Memory per pending item](#memory-per-pending-item). \"vs best\" and \"vs ZADD ceiling\" compare the %d-producer rate.\n\n", cfg.OfferN, cfg.Producers)
 	p("| contestant | 1 producer items/s | %d producers items/s | batch items/s | Redis bytes / pending item | vs best | vs ZADD ceiling | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n", cfg.Producers)
 	best := 0.0
 	for _, o := range res.Offer {
@@ -107,6 +108,8 @@ func Markdown(res *Results) string {
 		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, num(one), num(many), num(batch), num(mem),
 			ratio(many, best), ratio(many, zadd), strings.Join(notes, "; "))
 	}
+
+	memoryTable(&b, res)
 
 	rpop := res.ceilingOf("RPOP")
 	p("\n## Burst drain\n\n%d items all due at the same instant, offered by %d producers before it; consumers start when offering ends. Drain time: due → last arrival. Lateness: arrival − due, ms.\n\n", cfg.BurstN, cfg.Producers)
@@ -145,12 +148,53 @@ func Markdown(res *Results) string {
 		p("| %s | %.0f |\n", c.Test, c.PerSec)
 	}
 	if len(res.Problems) > 0 {
-		p("\n## Problems\n\n")
+		p("\n## Problems\n\nThe run failed: a contestant did not run a workload cleanly.\n\n")
 		for _, s := range res.Problems {
 			p("- %s\n", s)
 		}
 	}
 	return b.String()
+}
+
+// memoryTable renders Redis bytes per pending item, id alone against a
+// padded value, one row per contestant.
+func memoryTable(b *strings.Builder, res *Results) {
+	cfg := res.Config
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("\n## Memory per pending item\n\n")
+	p("Items due in 24 h (nothing moves); Redis `used_memory` less client buffers (`mem_clients_normal`), after − before offering, ÷ items. ")
+	p("Tiny value: the id alone, from the 1-producer offer run (%d items). ", cfg.OfferN)
+	p("%d-byte value: %d items offered by %d producers, each value carrying a %d-byte padding string beside the id, stored as each contestant's users store a payload: ",
+		cfg.ValueBytes, cfg.MemoryN, cfg.Producers, cfg.ValueBytes)
+	p("redelay, a `Pad` field of the msgpack-encoded value; asynq, the task payload `\"<id> <padding>\"`; bullmq, job data `{id, pad}`; ")
+	p("redisson-algo, a `Pad` field of the JSON value (stored twice, in the timeout ZSET and the order list); seed-poll, the ZSET member `\"<id>:<padding>\"`. ")
+	p("Only this measurement pads; every other workload offers the id alone.\n\n")
+	p("| contestant | Redis bytes / pending item, tiny value | Redis bytes / pending item, %d-byte value | added by the padding | notes |\n| --- | --- | --- | --- | --- |\n", cfg.ValueBytes)
+	for _, c := range res.Contestants {
+		var tiny, padded float64
+		var notes []string
+		for _, m := range res.Memory {
+			if m.Contestant != c.Name {
+				continue
+			}
+			if m.ValueBytes == 0 {
+				tiny = m.BytesPer
+			} else {
+				padded = m.BytesPer
+			}
+			if m.Errors > 0 {
+				notes = append(notes, fmt.Sprintf("%d errors", m.Errors))
+			}
+			if m.Note != "" {
+				notes = append(notes, m.Note)
+			}
+		}
+		added := "–"
+		if tiny != 0 && padded != 0 {
+			added = fmt.Sprintf("%+.0f", math.Round(padded)-math.Round(tiny))
+		}
+		p("| %s | %s | %s | %s | %s |\n", c.Name, num(tiny), num(padded), added, strings.Join(notes, "; "))
+	}
 }
 
 func notes(d DeliveryResult) string {
