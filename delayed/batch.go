@@ -21,8 +21,8 @@ const batchPipeline = 8
 
 // OfferBatch offers every value with the same delay and returns their
 // generated IDs in order. Items go in chunks of 500, each added by one
-// atomic script call, several chunks per round trip: the cost per item is a
-// small fraction of a single Offer's. The batch as a whole is not atomic:
+// atomic script call, eight chunks per round trip: the cost per item is a
+// fraction of a single Offer's. The batch as a whole is not atomic:
 // with an error come the IDs of the chunks offered before the first failed
 // one (later chunks of the same round trip may have been offered too).
 // Values due at the same time become ready in slice order.
@@ -39,7 +39,7 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 	return ids, err
 }
 
-// batchCall is one offer_batch.lua call: the IDs and its ARGV.
+// batchCall is one offer.lua call: the IDs and its ARGV.
 type batchCall struct {
 	ids  []string
 	argv []any
@@ -48,7 +48,6 @@ type batchCall struct {
 
 func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, headers map[string]string) ([]string, error) {
 	k := d.core.Keys
-	keys := []string{k.Delayed, k.Items, k.Seq, k.Ready}
 	ids := make([]string, 0, len(values))
 	group := batchChunk * batchPipeline
 	for gStart := 0; gStart < len(values); gStart += group {
@@ -56,22 +55,22 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 		calls := make([]*batchCall, 0, (len(gValues)+batchChunk-1)/batchChunk)
 		for cStart := 0; cStart < len(gValues); cStart += batchChunk {
 			chunk := gValues[cStart:min(cStart+batchChunk, len(gValues))]
-			c := &batchCall{ids: make([]string, len(chunk)), argv: make([]any, 3, 3+2*len(chunk))}
-			c.argv[0], c.argv[1], c.argv[2] = "delay", delay.Microseconds(), k.Wake
+			c := &batchCall{ids: make([]string, len(chunk)), argv: make([]any, 1, 1+4*len(chunk))}
+			c.argv[0] = k.Wake
 			for i, v := range chunk {
 				c.ids[i] = queue.NewID()
 				env, err := d.core.Encode(c.ids[i], v, headers)
 				if err != nil {
 					return ids, fmt.Errorf("offer batch %s: item %d: %w", k.Name, gStart+cStart+i, err)
 				}
-				c.argv = append(c.argv, c.ids[i], env)
+				c.argv = append(c.argv, c.ids[i], env, "d", delay.Microseconds())
 			}
 			calls = append(calls, c)
 		}
 		send := func(calls []*batchCall) {
 			pipe := d.core.RDB.Pipeline()
 			for _, c := range calls {
-				c.cmd = lua.OfferBatch.EvalSha(ctx, pipe, keys, c.argv...)
+				c.cmd = d.evalOffers(ctx, pipe, c.argv)
 			}
 			_, _ = pipe.Exec(ctx) // errors are read per command below
 		}
@@ -86,15 +85,24 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			}
 		}
 		if len(missing) > 0 {
-			if err := lua.OfferBatch.Load(ctx, d.core.RDB).Err(); err != nil {
+			if err := lua.Offer.Load(ctx, d.core.RDB).Err(); err != nil {
 				return ids, fmt.Errorf("offer batch %s: load script: %w", k.Name, err)
 			}
 			send(missing)
 		}
 		for i, c := range calls {
-			if err := c.cmd.Err(); err != nil {
-				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", k.Name,
-					gStart+i*batchChunk, gStart+i*batchChunk+len(c.ids)-1, err)
+			first := gStart + i*batchChunk
+			statuses, err := c.cmd.Int64Slice()
+			if err == nil && len(statuses) != len(c.ids) {
+				err = fmt.Errorf("%d statuses for %d offers", len(statuses), len(c.ids))
+			}
+			if err != nil {
+				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", k.Name, first, first+len(c.ids)-1, err)
+			}
+			for j, st := range statuses {
+				if st == lua.OfferDuplicate { // 96 random bits collided: the item was not offered
+					return ids, fmt.Errorf("offer batch %s: item %d: generated id %q is pending: %w", k.Name, first+j, c.ids[j], ErrDuplicate)
+				}
 			}
 			ids = append(ids, c.ids...)
 		}

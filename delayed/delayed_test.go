@@ -583,3 +583,127 @@ func TestOfferBatchEncodeError(t *testing.T) {
 		}
 	})
 }
+
+// Concurrent offers are sent together (see combine.go); each still gets
+// its own outcome. Shared IDs are accepted once and refused as duplicates
+// otherwise, every accepted item is delivered once, and each producer's
+// items, all due at the same instant, keep that producer's offer order.
+func TestConcurrentOffersCombine(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q, dq := open[item](t, rdb, redistest.QueueName(t))
+		const producers, each, shared = 8, 400, 50
+		at := time.Now().Add(3 * time.Second)
+		var accepted [shared]atomic.Int32
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Go(func() {
+				for i := range each {
+					v := item{Seq: p*each + i}
+					if _, err := dq.OfferAt(ctx, v, at); err != nil {
+						t.Errorf("producer %d offer %d: %v", p, i, err)
+						return
+					}
+					if i%8 == 0 { // a shared ID now and then
+						k := (i / 8) % shared
+						_, err := dq.OfferAt(ctx, item{Seq: -1 - k}, at, delayed.WithID(fmt.Sprint("shared-", k)))
+						switch {
+						case err == nil:
+							accepted[k].Add(1)
+						case !errors.Is(err, delayed.ErrDuplicate):
+							t.Errorf("shared %d: %v", k, err)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for k := range accepted {
+			if n := accepted[k].Load(); n != 1 {
+				t.Fatalf("shared-%d accepted %d times", k, n)
+			}
+		}
+		want := producers*each + shared
+		if n, err := dq.Size(ctx); err != nil || n != int64(want) {
+			t.Fatalf("Size = %d, %v; want %d", n, err, want)
+		}
+		last := make([]int, producers)
+		for p := range last {
+			last[p] = -1
+		}
+		seen := map[int]bool{}
+		for range want {
+			v, err := q.Take(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[v.Seq] {
+				t.Fatalf("item %d delivered twice", v.Seq)
+			}
+			seen[v.Seq] = true
+			if v.Seq < 0 {
+				continue
+			}
+			p, i := v.Seq/each, v.Seq%each
+			if i <= last[p] {
+				t.Fatalf("producer %d: item %d after item %d", p, i, last[p])
+			}
+			last[p] = i
+		}
+	})
+}
+
+// An offer whose ctx ends while it waits for a combined call is withdrawn;
+// one already sent is seen through. Either way the result says what
+// happened: an error means the item is not in Redis, an ID means it is.
+func TestOfferCancelledWhileQueued(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		q, dq := open[int](t, rdb, redistest.QueueName(t), delayed.WithoutTransfer())
+		const producers, each = 8, 300
+		type outcome struct {
+			id  string
+			err error
+		}
+		outcomes := make([][]outcome, producers)
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Go(func() {
+				for i := range each {
+					id := fmt.Sprintf("p%d-%d", p, i)
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(300))*time.Microsecond)
+					_, err := dq.Offer(ctx, i, time.Hour, delayed.WithID(id))
+					cancel()
+					if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("Offer %s: %v", id, err)
+					}
+					outcomes[p] = append(outcomes[p], outcome{id, err})
+				}
+			})
+		}
+		wg.Wait()
+		ctx := context.Background()
+		items := q.Core().Keys.Items
+		var offered, withdrawn int
+		for _, os := range outcomes {
+			for _, o := range os {
+				in, err := rdb.HExists(ctx, items, o.id).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if in != (o.err == nil) {
+					t.Fatalf("%s: Offer returned %v, pending in Redis: %v", o.id, o.err, in)
+				}
+				if in {
+					offered++
+				} else {
+					withdrawn++
+				}
+			}
+		}
+		t.Logf("%d offered, %d withdrawn before sending", offered, withdrawn)
+		if n, _ := dq.Size(ctx); n != int64(offered) {
+			t.Fatalf("Size = %d, %d offers succeeded", n, offered)
+		}
+	})
+}

@@ -18,8 +18,6 @@ var (
 	prelude string
 	//go:embed offer.lua
 	offerSrc string
-	//go:embed offer_batch.lua
-	offerBatchSrc string
 	//go:embed push.lua
 	pushSrc string
 	//go:embed transfer.lua
@@ -43,20 +41,19 @@ var (
 // Scripts are immutable after construction (source and SHA only). Each is
 // the shared prelude.lua followed by its own file.
 var (
-	Offer      = redis.NewScript(prelude + offerSrc)      // offer.lua
-	OfferBatch = redis.NewScript(prelude + offerBatchSrc) // offer_batch.lua
-	Push       = redis.NewScript(prelude + pushSrc)       // push.lua
-	Transfer   = redis.NewScript(prelude + transferSrc)   // transfer.lua
-	Remove     = redis.NewScript(prelude + removeSrc)     // remove.lua
-	Receive    = redis.NewScript(prelude + receiveSrc)    // receive.lua
-	Extend     = redis.NewScript(prelude + extendSrc)     // extend.lua
-	Nack       = redis.NewScript(prelude + nackSrc)       // nack.lua
-	Reclaim    = redis.NewScript(prelude + reclaimSrc)    // reclaim.lua
-	Redrive    = redis.NewScript(prelude + redriveSrc)    // redrive.lua
-	Release    = redis.NewScript(prelude + releaseSrc)    // release.lua
+	Offer    = redis.NewScript(prelude + offerSrc)    // offer.lua
+	Push     = redis.NewScript(prelude + pushSrc)     // push.lua
+	Transfer = redis.NewScript(prelude + transferSrc) // transfer.lua
+	Remove   = redis.NewScript(prelude + removeSrc)   // remove.lua
+	Receive  = redis.NewScript(prelude + receiveSrc)  // receive.lua
+	Extend   = redis.NewScript(prelude + extendSrc)   // extend.lua
+	Nack     = redis.NewScript(prelude + nackSrc)     // nack.lua
+	Reclaim  = redis.NewScript(prelude + reclaimSrc)  // reclaim.lua
+	Redrive  = redis.NewScript(prelude + redriveSrc)  // redrive.lua
+	Release  = redis.NewScript(prelude + releaseSrc)  // release.lua
 )
 
-// Offer statuses returned by offer.lua.
+// Offer statuses returned by offer.lua, one per item.
 const (
 	OfferDuplicate = 0
 	OfferPending   = 1

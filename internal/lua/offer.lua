@@ -1,33 +1,121 @@
--- offer: add one item to the delayed set, or straight to the ready list when
--- it is already due and nothing pending is due before it.
+-- offer: add one or more items to the delayed set, or straight to the ready
+-- list when an item is already due and nothing pending is due before it.
+-- The items are taken in order and the outcome is the same as offering them
+-- one by one, but the fixed costs are paid once per call: one TIME, one
+-- duplicate lookup (HMGET), one head read, one counter bump, one ZADD, one
+-- HSET, at most one LPUSH and one PUBLISH. Callers send one item (Offer,
+-- OfferAt), the offers that concurrent callers queued meanwhile, or a chunk
+-- of OfferBatch; they bound the count (a few hundred).
 --
 -- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due µs
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
 -- KEYS[3] -> redelay:{q}:seq       STRING offer counter
 -- KEYS[4] -> redelay:{q}:ready     LIST
--- ARGV[1] -> id
--- ARGV[2] -> envelope (version byte, 16 bytes of times to fill in, rest)
--- ARGV[3] -> "delay" or "at"
--- ARGV[4] -> delay in µs (mode delay) or due time in Unix µs (mode at)
--- ARGV[5] -> wake-up channel, published to when this item becomes the earliest
+-- ARGV[1] -> wake-up channel, published to when an item offered here becomes
+--            the earliest pending one
+-- ARGV[2+4k .. 5+4k], one group per item, in offer order:
+--   id
+--   envelope (version byte, 16 bytes of times to fill in, rest)
+--   "d" (delay) or "a" (at)
+--   delay in µs (d) or due time in Unix µs (a)
 --
--- Output: {status, due ms (rounded down), server now ms}
---   status 1: pending in the delayed set; 2: pushed to the ready list;
---   0: an item with this id is already pending (nothing changed).
+-- Output: one status per item: 1 pending in the delayed set; 2 pushed to
+--   the ready list; 0 an item with this id was already pending (that item
+--   was left as it was, this one dropped).
 -- Due times use the server clock (TIME), so producers' clocks do not matter.
 
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
-  return {0, 0, 0}
-end
-
 local us = now_us()
-local due_us
-if ARGV[3] == 'delay' then
-  due_us = us + tonumber(ARGV[4])
-else
-  due_us = tonumber(ARGV[4])
+local now = math.floor(us / 1000)
+local n = (#ARGV - 1) / 4
+if n < 1 then
+  return {}
 end
-local now, due = math.floor(us / 1000), math.floor(due_us / 1000)
 
-local env = string.sub(ARGV[2], 1, 1) .. be64(now) .. be64(due) .. string.sub(ARGV[2], 18)
-return {schedule(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], env, due_us, us, ARGV[5]), due, now}
+local ids = {}
+for i = 1, n do
+  ids[i] = ARGV[4 * i - 2]
+end
+local existing = redis.call('HMGET', KEYS[2], unpack(ids))
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local head_due = math.huge
+if head[2] ~= nil then
+  head_due = tonumber(head[2])
+end
+
+-- Decide each item's fate in order, as single offers would: due items go to
+-- the ready list only while nothing pending (including items of this call)
+-- is due at or before them.
+local status, dues, scores = {}, {}, {}
+local min_due, delayed, added = head_due, 0, {}
+for i = 1, n do
+  local id = ids[i]
+  local t = ARGV[4 * i + 1]
+  local due_us
+  if ARGV[4 * i] == 'd' then
+    due_us = us + tonumber(t)
+    scores[i] = us_str(due_us)
+  else
+    due_us = tonumber(t)
+    scores[i] = t -- an integer as the client wrote it: exact
+  end
+  dues[i] = due_us
+  if existing[i] or added[id] then
+    status[i] = 0
+  elseif due_us <= us and min_due > due_us then
+    status[i] = 2
+  else
+    status[i] = 1
+    added[id] = true
+    delayed = delayed + 1
+    if due_us < min_due then
+      min_due = due_us
+    end
+  end
+end
+
+-- The stored envelope gets the server's times (its due time in ms, rounded
+-- down); items of one call often share a due time, so its bytes are reused.
+local stamp = be64(now)
+local sub = string.sub
+local last_due, last_bytes
+local function stamped(i)
+  local due_ms = math.floor(dues[i] / 1000)
+  if due_ms ~= last_due then
+    last_due, last_bytes = due_ms, be64(due_ms)
+  end
+  local env = ARGV[4 * i - 1]
+  return sub(env, 1, 1) .. stamp .. last_bytes .. sub(env, 18)
+end
+
+local ready = {}
+local zargs, hargs = {}, {}
+local seq = 0
+if delayed > 0 then
+  seq = redis.call('INCRBY', KEYS[3], delayed) - delayed
+end
+for i = 1, n do
+  local st = status[i]
+  if st == 1 then
+    seq = seq + 1
+    local prefix = seq_bytes(seq)
+    local z = #zargs
+    zargs[z + 1] = scores[i]
+    zargs[z + 2] = prefix .. ids[i]
+    hargs[z + 1] = ids[i]
+    hargs[z + 2] = prefix .. stamped(i)
+  elseif st == 2 then
+    ready[#ready + 1] = stamped(i)
+  end
+end
+if #ready > 0 then
+  redis.call('LPUSH', KEYS[4], unpack(ready))
+end
+if delayed > 0 then
+  redis.call('ZADD', KEYS[1], unpack(zargs))
+  redis.call('HSET', KEYS[2], unpack(hargs))
+  -- An equal due time does not make a new head: the older item sorts first.
+  if min_due < head_due then
+    redis.call('PUBLISH', ARGV[1], us_str(min_due))
+  end
+end
+return status
