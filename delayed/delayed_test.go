@@ -45,17 +45,20 @@ func TestDueOrderNeverEarly(t *testing.T) {
 		for i := range n {
 			delays[i] = time.Duration(i) * 20 * time.Millisecond // 0 .. 1.18 s
 		}
-		order := rand.Perm(n)
-		for _, i := range order {
-			// The server's clock may be up to 1 ms behind ours at ms resolution.
-			notEarly := time.Now().Add(delays[i] - time.Millisecond).UnixMicro()
+		// The server fixes each due time during the Offer call, on the
+		// machine's clock: between the call's start and end, plus the delay.
+		latest := make([]int64, n)
+		for _, i := range rand.Perm(n) {
+			notEarly := time.Now().Add(delays[i]).UnixMicro()
 			if _, err := dq.Offer(ctx, item{Seq: i, NotEarly: notEarly}, delays[i]); err != nil {
 				t.Fatal(err)
 			}
+			latest[i] = time.Now().Add(delays[i]).UnixMicro()
 		}
 		// Offering took a while: items whose delays differ by less than the
-		// offering time may legitimately swap. Compare due times instead.
-		prev := int64(0)
+		// offering time may legitimately swap. Compare due times instead:
+		// an item may not arrive after one that was surely due later.
+		prev := int64(0) // the latest earliest-possible due time seen
 		for range n {
 			v, err := q.Take(ctx)
 			if err != nil {
@@ -65,8 +68,8 @@ func TestDueOrderNeverEarly(t *testing.T) {
 			if now < v.NotEarly {
 				t.Fatalf("item %d arrived %d µs early", v.Seq, v.NotEarly-now)
 			}
-			if v.NotEarly+2000 < prev { // 2 ms of slack for the ms-resolution due time
-				t.Fatalf("item %d (due %d) arrived after an item due %d µs later", v.Seq, v.NotEarly, prev-v.NotEarly)
+			if latest[v.Seq] < prev {
+				t.Fatalf("item %d (due by %d) arrived after an item due at or after %d, %d µs later", v.Seq, latest[v.Seq], prev, prev-latest[v.Seq])
 			}
 			prev = max(prev, v.NotEarly)
 		}
