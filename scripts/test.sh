@@ -3,8 +3,13 @@
 # are missing (the tests start their own servers on loopback ports; the
 # distribution's redis service is neither needed nor used), checks
 # formatting and go vet, then runs every test with the race detector.
+# Without arguments it then runs the side-by-side benchmark (bench/, its own
+# module) as a smoke test: its tests, and the quick run, which fails on any
+# lost or duplicated item or failed workload and asserts nothing about speed
+# (it needs Node.js and npm for BullMQ, installed like Redis when missing).
 #
-# Extra arguments go to `go test`, e.g. ./scripts/test.sh -run TestFoo -v
+# Extra arguments go to `go test` of the library only, e.g.
+# ./scripts/test.sh -run TestFoo -v
 set -euo pipefail
 
 redis_server=${REDIS_SERVER:-redis-server}
@@ -13,6 +18,9 @@ redis_cli=${REDIS_CLI:-redis-cli}
 missing=()
 if ! command -v "$redis_server" >/dev/null 2>&1 || ! command -v "$redis_cli" >/dev/null 2>&1; then
 	missing+=(redis-server redis-tools)
+fi
+if (($# == 0)) && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
+	missing+=(nodejs npm)
 fi
 # The race detector needs cgo, hence a C compiler.
 if ! command -v "$(go env CC)" >/dev/null 2>&1; then
@@ -55,3 +63,14 @@ go vet ./...
 # would leave the example's binary in the tree.)
 (cd examples/tracing && go vet ./... && go build -o /dev/null ./...)
 go test -race -count=1 -timeout 15m "$@" ./...
+
+if (($# == 0)); then
+	(
+		cd bench
+		go vet ./...
+		go test -count=1 -timeout 10m ./...
+		out=$(mktemp -d)
+		trap 'rm -rf "$out"' EXIT
+		go run . -quick -out "$out"
+	)
+fi
