@@ -710,3 +710,85 @@ func TestOfferCancelledWhileQueued(t *testing.T) {
 		}
 	})
 }
+
+// Combined offers across a Redis crash: producers keep offering while the
+// server is SIGKILLed and, 2 s later, restarted (AOF, fsync always). Offers
+// fail during the outage (each has a 1 s deadline), no producer hangs on a
+// combined call that failed, every offer that returned an ID is pending
+// after the restart, and offering works again afterwards.
+func TestOffersAcrossRedisRestart(t *testing.T) {
+	srv := redistest.StartServer(t, redistest.WithAOF())
+	rdb := srv.Client(t)
+	q, dq := open[int](t, rdb, redistest.QueueName(t), delayed.WithoutTransfer())
+	const producers = 8
+	stop := make(chan struct{})
+	var failed, okAfter atomic.Int64
+	var restarted atomic.Bool
+	ids := make([][]string, producers)
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("p%d-%d", p, i)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				after := restarted.Load()
+				_, err := dq.Offer(ctx, i, time.Hour, delayed.WithID(id))
+				cancel()
+				switch {
+				case err == nil:
+					ids[p] = append(ids[p], id)
+					if after {
+						okAfter.Add(1)
+					}
+				default:
+					failed.Add(1)
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // longer than an offer's deadline: offers fail
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for okAfter.Load() < 100 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("producers did not return: a combined offer is stuck")
+	}
+	if failed.Load() == 0 {
+		t.Fatal("no offer failed while Redis was down: the crash was not exercised")
+	}
+	if okAfter.Load() < 100 {
+		t.Fatalf("%d offers succeeded after the restart", okAfter.Load())
+	}
+	ctx := context.Background()
+	items := q.Core().Keys.Items
+	total := 0
+	for _, list := range ids {
+		for _, id := range list {
+			if in, err := rdb.HExists(ctx, items, id).Result(); err != nil || !in {
+				t.Fatalf("%s: offered, but pending = %v, %v", id, in, err)
+			}
+			total++
+		}
+	}
+	t.Logf("%d offers succeeded, %d failed during the outage, %d after the restart", total, failed.Load(), okAfter.Load())
+}
