@@ -176,7 +176,7 @@ func (r *runner) checkDelivery(workload string, d DeliveryResult) {
 		r.problem("%s %s: %d offers failed", workload, d.Contestant, d.Errors)
 	}
 	if d.Lost > 0 || d.Dup > 0 {
-		r.problem("%s %s: %d of %d items lost, %d duplicated", workload, d.Contestant, d.Lost, d.N, d.Dup)
+		r.problem("%s %s: %d of %d items not delivered within the bound, %d duplicated", workload, d.Contestant, d.Lost, d.N, d.Dup)
 	}
 }
 
@@ -633,7 +633,7 @@ func (r *runner) backlogWorkload(ctx context.Context, name string, b int) {
 		_, lost, dup, last := t.summarise(dueF, false)
 		res.TransferK, res.TransferLost = k, lost
 		if lost > 0 || dup > 0 {
-			r.problem("backlog %s %d: transfer: %d of %d items lost, %d duplicated", name, b, lost, k, dup)
+			r.problem("backlog %s %d: transfer: %d of %d items not delivered within the bound, %d duplicated", name, b, lost, k, dup)
 		}
 		if d := last.Sub(due).Seconds(); !last.IsZero() && d > 0 {
 			res.TransferMs = d * 1000

@@ -121,10 +121,10 @@ func TestRunFaulty(t *testing.T) {
 	for _, want := range []string{
 		"offer test-fake-faulty p=1: 50 of 100 offers failed",
 		"memory test-fake-faulty (16-byte padding): 50 of 100 offers failed",
-		"burst test-fake-faulty: 0 of 100 items lost, 100 duplicated",
-		"trickle test-fake-faulty: 0 of 20 items lost, 20 duplicated",
+		"burst test-fake-faulty: 0 of 100 items not delivered within the bound, 100 duplicated",
+		"trickle test-fake-faulty: 0 of 20 items not delivered within the bound, 20 duplicated",
 		"backlog test-fake-faulty 50: 25 of 50 fill offers failed",
-		"backlog test-fake-faulty 50: transfer: 0 of 10 items lost, 10 duplicated",
+		"backlog test-fake-faulty 50: transfer: 0 of 10 items not delivered within the bound, 10 duplicated",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems lack %q; have:\n%s", want, all)

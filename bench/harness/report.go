@@ -112,7 +112,7 @@ func Markdown(res *Results) string {
 	memoryTable(&b, res)
 
 	rpop := res.ceilingOf("RPOP")
-	p("\n## Burst drain\n\n%d items all due at the same instant, offered by %d producers before it; consumers start when offering ends. Drain time: due → last arrival. Lateness: arrival − due, ms.\n\n", cfg.BurstN, cfg.Producers)
+	p("\n## Burst drain\n\n%d items all due at the same instant, offered by %d producers before it; consumers start when offering ends. Drain time: due → last arrival. Lateness: arrival − due, ms. Lost: not delivered within the workload's time bound.\n\n", cfg.BurstN, cfg.Producers)
 	p("| contestant | offer s | drain s | drain items/s | vs best | vs RPOP ceiling | p50 ms | p99 ms | max ms | lost | dup | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	best = 0
 	for _, d := range res.Burst {
@@ -124,14 +124,14 @@ func Markdown(res *Results) string {
 			d.Lost, d.Dup, notes(d))
 	}
 
-	p("\n## Trickle\n\n%d items due uniformly over %v; consumers running throughout. Lateness: arrival − due, ms.\n\n", cfg.TrickleN, cfg.TrickleSpan)
+	p("\n## Trickle\n\n%d items due uniformly over %v; consumers running throughout. Lateness: arrival − due, ms. Lost: not delivered within the workload's time bound.\n\n", cfg.TrickleN, cfg.TrickleSpan)
 	p("| contestant | p50 ms | p99 ms | max ms | min ms | lost | dup | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, d := range res.Trickle {
 		p("| %s | %s | %s | %s | %s | %d | %d | %s |\n", d.Contestant, num(d.Lateness.P50), num(d.Lateness.P99),
 			num(d.Lateness.Max), fmt.Sprintf("%.2f", d.Lateness.Min), d.Lost, d.Dup, notes(d))
 	}
 
-	p("\n## Cost against the backlog\n\nWith the backlog pending (due in 24 h): mean latency of %d sequential single offers; drain of %d items due together among the backlog (due → last arrival, and items ÷ that time: for a poller this mostly measures where the due time fell between two polls); mean time of up to %d sequential cancels of distinct random pending ids (15 s at most; one cancel call is not interruptible).\n\n",
+	p("\n## Cost against the backlog\n\nWith the backlog pending (due in 24 h): mean latency of %d sequential single offers; drain of %d items due together among the backlog (due → last arrival, and items ÷ that time: for a poller this mostly measures where the due time fell between two polls); mean time of up to %d sequential cancels of distinct random pending ids (15 s at most; one cancel call is not interruptible). Lost: of the items due together, those not delivered within the time bound.\n\n",
 		cfg.LatencyM, cfg.TransferK, cfg.CancelM)
 	p("| contestant | backlog | fill s | offer µs | transfer: due → last ms | transfer items/s | lost | cancel µs | cancels timed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, k := range res.Backlog {
