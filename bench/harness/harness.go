@@ -386,24 +386,10 @@ func (r *runner) offerWorkload(ctx context.Context, name string) {
 		r.logf("offer: %s, %d producer(s), %d items", name, p, n)
 		res := OfferResult{Contestant: name, Producers: p, N: n}
 		err := r.session(ctx, name, 120*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
-			before, err := srv.DataMemory(ctx)
-			if err != nil {
-				return err
-			}
-			el, errs := offerAll(ctx, c, seq(0, n), func(int) time.Time { return far }, p)
-			res.Seconds, res.Errors = el.Seconds(), errs
-			res.PerSec = float64(n-errs) / el.Seconds()
-			if ctx.Err() != nil {
-				return errors.New("cut at the time bound")
-			}
-			after, err := srv.DataMemory(ctx)
-			if err != nil {
-				return err
-			}
-			if n > errs {
-				res.BytesPer = float64(after-before) / float64(n-errs)
-			}
-			return nil
+			el, err := offerMeasured(ctx, c, srv, n, far, p, &res.Errors, &res.BytesPer)
+			res.Seconds = el.Seconds()
+			res.PerSec = float64(n-res.Errors) / el.Seconds()
+			return err
 		})
 		if err != nil {
 			res.Note = err.Error()
@@ -474,22 +460,8 @@ func (r *runner) memoryWorkload(ctx context.Context, name string) {
 	res := MemoryResult{Contestant: name, ValueBytes: pad, N: n, Producers: p}
 	far := time.Now().Add(24 * time.Hour)
 	err := r.paddedSession(ctx, name, pad, 120*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
-		before, err := srv.DataMemory(ctx)
-		if err != nil {
-			return err
-		}
-		_, res.Errors = offerAll(ctx, c, seq(0, n), func(int) time.Time { return far }, p)
-		if ctx.Err() != nil {
-			return errors.New("cut at the time bound")
-		}
-		after, err := srv.DataMemory(ctx)
-		if err != nil {
-			return err
-		}
-		if n > res.Errors {
-			res.BytesPer = float64(after-before) / float64(n-res.Errors)
-		}
-		return nil
+		_, err := offerMeasured(ctx, c, srv, n, far, p, &res.Errors, &res.BytesPer)
+		return err
 	})
 	if err != nil {
 		res.Note = err.Error()
@@ -499,6 +471,29 @@ func (r *runner) memoryWorkload(ctx context.Context, name string) {
 		r.problem("memory %s (%d-byte padding): %d of %d offers failed", name, pad, res.Errors, n)
 	}
 	r.res.Memory = append(r.res.Memory, res)
+}
+
+// offerMeasured offers n items due at far from p producers and returns the
+// time it took; it sets *errs to the failed offers and *bytesPer to the
+// growth of the server's data memory per offered item.
+func offerMeasured(ctx context.Context, c contestants.Contestant, srv *Server, n int, far time.Time, p int, errs *int, bytesPer *float64) (time.Duration, error) {
+	before, err := srv.DataMemory(ctx)
+	if err != nil {
+		return 0, err
+	}
+	el, failed := offerAll(ctx, c, seq(0, n), func(int) time.Time { return far }, p)
+	*errs = failed
+	if ctx.Err() != nil {
+		return el, errors.New("cut at the time bound")
+	}
+	after, err := srv.DataMemory(ctx)
+	if err != nil {
+		return el, err
+	}
+	if n > failed {
+		*bytesPer = float64(after-before) / float64(n-failed)
+	}
+	return el, nil
 }
 
 // offerRate is the contestant's measured multi-producer offer rate, or 0.
