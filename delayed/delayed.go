@@ -141,7 +141,7 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode string, us int64, opts [
 		delay = time.Until(time.UnixMicro(us))
 	}
 	ctx, span, headers := d.core.Tel.StartSend(ctx, id, max(delay, 0))
-	err := d.send(ctx, id, v, mode, us, headers)
+	err := d.send(ctx, id, !o.hasID, v, mode, us, headers)
 	sent := 1
 	if err != nil {
 		sent = 0
@@ -153,7 +153,11 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode string, us int64, opts [
 	return id, nil
 }
 
-func (d *Queue[T]) send(ctx context.Context, id string, v T, mode string, us int64, headers map[string]string) error {
+// send offers v under id. A generated ID (96 random bits) found pending can
+// only be this offer's own: the client sent the script again after a lost
+// reply, and the first run stored the item. That is success, not
+// ErrDuplicate.
+func (d *Queue[T]) send(ctx context.Context, id string, generated bool, v T, mode string, us int64, headers map[string]string) error {
 	env, err := d.core.Encode(id, v, headers)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", d.core.Keys.Name, err)
@@ -162,7 +166,7 @@ func (d *Queue[T]) send(ctx context.Context, id string, v T, mode string, us int
 	if err != nil {
 		return err
 	}
-	if status == lua.OfferDuplicate {
+	if status == lua.OfferDuplicate && !generated {
 		return fmt.Errorf("offer %s: id %q is pending: %w", d.core.Keys.Name, id, ErrDuplicate)
 	}
 	return nil
