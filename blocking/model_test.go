@@ -144,8 +144,9 @@ func (m *queueModel) pendingField(field string) int {
 	return slices.IndexFunc(m.pending, func(p modelPending) bool { return p.field == field })
 }
 
-// schedule is prelude.lua's schedule: straight to the ready tail when due
-// and nothing pending is due at or before it, else into the delayed set.
+// schedule is the rule offer.lua applies to each item and nack.lua's
+// schedule to a retry: straight to the ready tail when due and nothing
+// pending is due at or before it, else into the delayed set.
 // It reports whether the item went to the ready list.
 func (m *queueModel) schedule(it modelItem, field string, due int64) bool {
 	it.due = due
@@ -428,9 +429,9 @@ func (s *modelMachine) offerDelayed(t *rapid.T) {
 	s.m.cov.delayedOffers++
 }
 
-// offerBatch is delayed.Queue.OfferBatch (offer_batch.lua): one decision for
-// the whole batch, which the model reaches by scheduling the items one by
-// one (after the first, each sees the same head).
+// offerBatch is delayed.Queue.OfferBatch (offer.lua with many items): the
+// items are decided in order as single offers would be, which the model
+// reaches by scheduling them one by one.
 func (s *modelMachine) offerBatch(t *rapid.T) {
 	delay := rapid.SampledFrom(modelDelays).Draw(t, "delay")
 	n := rapid.IntRange(1, 3).Draw(t, "n")

@@ -11,7 +11,7 @@ import (
 	"github.com/redelay/redelay/internal/queue"
 )
 
-// batchChunk is how many items one offer_batch.lua call adds: enough to
+// batchChunk is how many items one offer.lua call adds: enough to
 // make the per-call costs vanish, few enough that one call stays short (a
 // chunk of 500 small items runs in about a millisecond on the server).
 const batchChunk = 500

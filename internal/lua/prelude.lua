@@ -97,27 +97,3 @@ local function with_due(env, due)
   return string.sub(env, 1, 9) .. be64(due) .. string.sub(env, 18)
 end
 
--- schedule puts env, due at due_us (Unix µs), into a queue's delayed set
--- under the items-hash field `field`, or straight onto the ready list when
--- it is due (now_us is the server clock) and nothing pending is due before
--- it. Publishes on channel when the item becomes the earliest pending one.
--- Returns 1 (pending) or 2 (ready).
-local function schedule(kDelayed, kItems, kSeq, kReady, field, env, due_us, now_us_, channel)
-  if due_us <= now_us_ then
-    local head = redis.call('ZRANGE', kDelayed, 0, 0, 'WITHSCORES')
-    if head[2] == nil or tonumber(head[2]) > due_us then
-      redis.call('LPUSH', kReady, env)
-      return 2
-    end
-  end
-  local seq = seq_bytes(redis.call('INCR', kSeq))
-  local member = seq .. field
-  redis.call('ZADD', kDelayed, us_str(due_us), member)
-  redis.call('HSET', kItems, field, seq .. env)
-  local head = redis.call('ZRANGE', kDelayed, 0, 0)
-  if head[1] == member then
-    redis.call('PUBLISH', channel, us_str(due_us))
-  end
-  return 1
-end
-
