@@ -87,9 +87,10 @@ func startCluster() (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{}
+	started := c // c is nil by the time a failed return runs the cleanup
 	defer func() {
 		if err != nil {
-			_ = c.Close()
+			_ = started.Close()
 		}
 	}()
 	cfg := serverConfig{args: []string{
