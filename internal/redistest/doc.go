@@ -33,4 +33,18 @@
 // Server processes are started with a parent-death signal so that they die
 // with the test binary even when it crashes; the package therefore builds on
 // Linux only.
+//
+// [StartProxy] puts a fault-injecting TCP proxy in front of a server, for
+// tests of failure behaviour: [Proxy.Stall] holds all traffic as a network
+// partition would, [Proxy.Cut] resets every connection, and
+// [Proxy.DelayReplies] and [Proxy.HoldNextReply] make replies late, for
+// instance so that a client's read timeout fires after the server executed
+// the command and go-redis resends it.
+//
+// [StartSentinel] starts a Sentinel deployment dedicated to one test: a
+// master, a replica and three sentinels monitoring it as [MasterName], for
+// tests that use redis.NewFailoverClient ([Sentinel.Client]).
+// [Sentinel.Failover] forces a failover and waits until it is complete;
+// killing [Sentinel.Master] makes the sentinels fail over on their own
+// within a few seconds.
 package redistest

@@ -32,6 +32,9 @@ const (
 	startAttempts = 5
 	// logName is the server's log file inside its data directory.
 	logName = "redis.log"
+	// confName is the configuration file, if any, inside the data
+	// directory (see serverConfig.conf).
+	confName = "redis.conf"
 )
 
 // errPortInUse reports that redis-server could not bind its port.
@@ -57,6 +60,11 @@ type Server struct {
 type serverConfig struct {
 	aof  bool
 	args []string
+	// conf, when not empty, is written to confName in the data directory
+	// and that file is given as redis-server's first argument, where it
+	// must be to count as a configuration file. A sentinel needs one it
+	// can rewrite (see sentinel.go).
+	conf string
 }
 
 // ServerOption configures a server started by [StartServer].
@@ -167,6 +175,12 @@ func startServer(cfg serverConfig, pickPort func() (int, error)) (*Server, error
 	if err != nil {
 		return nil, fmt.Errorf("data directory for redis-server: %w", err)
 	}
+	if cfg.conf != "" {
+		if err := os.WriteFile(filepath.Join(dir, confName), []byte(cfg.conf), 0o644); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("redis-server configuration file: %w", err)
+		}
+	}
 	s := &Server{bin: bin, cfg: cfg, dir: dir}
 	for attempt := 0; attempt < startAttempts; attempt++ {
 		if s.port, err = pickPort(); err != nil {
@@ -188,14 +202,18 @@ func startServer(cfg serverConfig, pickPort func() (int, error)) (*Server, error
 
 // args returns redis-server's command line, without the program name.
 func (s *Server) args() []string {
-	args := []string{
+	var args []string
+	if s.cfg.conf != "" {
+		args = append(args, filepath.Join(s.dir, confName))
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--protected-mode", "no",
 		"--daemonize", "no",
 		"--dir", s.dir,
 		"--logfile", filepath.Join(s.dir, logName),
-	}
+	)
 	if s.cfg.aof {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else if !hasFlag(s.cfg.args, "--save") {
