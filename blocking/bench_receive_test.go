@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/internal/redistest"
 )
 
 // BenchmarkReceiveAck: one op is one Receive plus one Ack of a ready item
@@ -18,7 +19,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 	ctx := context.Background()
 	setup := func(b *testing.B) *blocking.Queue[benchValue] {
 		rdb, q := benchQueue(b)
-		benchFill(b, rdb, q.Core().Keys.Ready, benchStoredItem(b, rdb), b.N+1)
+		benchFill(b, rdb, redistest.KeysOf(q.Name()).Ready, benchStoredItem(b, rdb), b.N+1)
 		d, err := q.Receive(ctx) // starts the transfer outside the timed section
 		if err != nil {
 			b.Fatal(err)
@@ -72,7 +73,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 func BenchmarkConsume(b *testing.B) {
 	ctx := context.Background()
 	rdb, q := benchQueue(b)
-	benchFill(b, rdb, q.Core().Keys.Ready, benchStoredItem(b, rdb), b.N)
+	benchFill(b, rdb, redistest.KeysOf(q.Name()).Ready, benchStoredItem(b, rdb), b.N)
 	var done atomic.Int64
 	cctx, cancel := context.WithCancel(ctx)
 	b.ReportAllocs()

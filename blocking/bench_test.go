@@ -55,7 +55,7 @@ func benchQueue(b *testing.B) (*redis.Client, *blocking.Queue[benchValue]) {
 	q := blocking.New[benchValue](rdb, redistest.QueueName(b))
 	b.Cleanup(func() {
 		_ = q.Close()
-		benchUnlink(rdb, q.Core().Keys)
+		benchUnlink(rdb, redistest.KeysOf(q.Name()))
 	})
 	return rdb, q
 }
@@ -75,12 +75,12 @@ func benchStoredItem(b *testing.B, rdb *redis.Client) []byte {
 	q := blocking.New[benchValue](rdb, redistest.QueueName(b))
 	defer func() {
 		_ = q.Close()
-		benchUnlink(rdb, q.Core().Keys)
+		benchUnlink(rdb, redistest.KeysOf(q.Name()))
 	}()
-	if err := q.Offer(ctx, newBenchValue(1)); err != nil {
+	if _, err := q.Offer(ctx, newBenchValue(1)); err != nil {
 		b.Fatal(err)
 	}
-	raw, err := rdb.LIndex(ctx, q.Core().Keys.Ready, 0).Bytes()
+	raw, err := rdb.LIndex(ctx, redistest.KeysOf(q.Name()).Ready, 0).Bytes()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func BenchmarkOffer(b *testing.B) {
 		v := newBenchValue(1)
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := q.Offer(ctx, v); err != nil {
+			if _, err := q.Offer(ctx, v); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -143,7 +143,7 @@ func BenchmarkOffer(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			v := newBenchValue(1)
 			for pb.Next() {
-				if err := q.Offer(ctx, v); err != nil {
+				if _, err := q.Offer(ctx, v); err != nil {
 					b.Error(err)
 					return
 				}
@@ -158,7 +158,7 @@ func BenchmarkTake(b *testing.B) {
 	ctx := context.Background()
 	setup := func(b *testing.B) *blocking.Queue[benchValue] {
 		rdb, q := benchQueue(b)
-		benchFill(b, rdb, q.Core().Keys.Ready, benchStoredItem(b, rdb), b.N+1)
+		benchFill(b, rdb, redistest.KeysOf(q.Name()).Ready, benchStoredItem(b, rdb), b.N+1)
 		// The first Take starts the queue's transfer; keep that out of the
 		// timed section.
 		if _, err := q.Take(ctx); err != nil {
@@ -347,20 +347,20 @@ func BenchmarkPaired(b *testing.B) {
 	b.Run("Offer_vs_LPUSH", func(b *testing.B) {
 		rdb, q := benchQueue(b)
 		raw := benchRawValue(len(benchStoredItem(b, rdb)), 1)
-		list := q.Core().Keys.Child("raw").Ready // same hash tag, deleted with the queue
+		list := redistest.KeysOf(q.Name()).Child("raw").Ready // same hash tag, deleted with the queue
 		b.Cleanup(func() { _ = rdb.Unlink(ctx, list).Err() })
 		v := newBenchValue(1)
 		b.ReportAllocs()
 		b.ResetTimer()
 		redistest.Paired(b,
-			"offer", func() error { return q.Offer(ctx, v) },
+			"offer", func() error { _, err := q.Offer(ctx, v); return err },
 			"lpush", func() error { return rdb.LPush(ctx, list, raw).Err() })
 	})
 	b.Run("Take_vs_RPOP", func(b *testing.B) {
 		rdb, q := benchQueue(b)
 		stored := benchStoredItem(b, rdb)
-		benchFill(b, rdb, q.Core().Keys.Ready, stored, b.N+1)
-		list := q.Core().Keys.Child("raw").Ready
+		benchFill(b, rdb, redistest.KeysOf(q.Name()).Ready, stored, b.N+1)
+		list := redistest.KeysOf(q.Name()).Child("raw").Ready
 		b.Cleanup(func() { _ = rdb.Unlink(ctx, list).Err() })
 		benchFill(b, rdb, list, benchRawValue(len(stored), 1), b.N)
 		if _, err := q.Take(ctx); err != nil { // starts the transfer

@@ -73,7 +73,7 @@ func TestKill9(t *testing.T) {
 
 		q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(vis))
 		defer q.Close()
-		if err := q.Offer(context.Background(), "order-1"); err != nil {
+		if _, err := q.Offer(context.Background(), "order-1"); err != nil {
 			t.Fatal(err)
 		}
 		line, err := bufio.NewReader(out).ReadString('\n')
@@ -175,7 +175,7 @@ func TestClientKilled(t *testing.T) {
 		other := blocking.New[string](redistest.NewClientLike(t, rdb), name, vis)
 		defer other.Close()
 
-		if err := other.Offer(ctx, "leased"); err != nil {
+		if _, err := other.Offer(ctx, "leased"); err != nil {
 			t.Fatal(err)
 		}
 		held := receiveWithin(t, victim, 5*time.Second)
@@ -208,7 +208,7 @@ func TestClientKilled(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		killClients(t, rdb, victimName)
 		time.Sleep(100 * time.Millisecond)
-		if err := other.Offer(ctx, "while waiting"); err != nil {
+		if _, err := other.Offer(ctx, "while waiting"); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -276,7 +276,7 @@ func TestRedisRestartDuringConsume(t *testing.T) {
 	const n = 3000
 	ctx := context.Background()
 	for i := range n {
-		if err := q.Offer(ctx, i); err != nil {
+		if _, err := q.Offer(ctx, i); err != nil {
 			t.Fatal(err)
 		}
 	}

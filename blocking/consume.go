@@ -9,27 +9,41 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/queue"
 )
 
 // Handler processes one delivery for [Queue.Consume]. Returning nil acks
-// it; returning an error (or panicking) nacks it with backoff.
+// it; returning an error (or panicking) nacks it with backoff; wrap the
+// error with [SkipRetry] to dead-letter it at once, or with [RetryAfter]
+// to choose the delay. A handler may also settle the delivery itself (Ack,
+// Nack); Consume then leaves it as it is.
 type Handler[T any] func(ctx context.Context, d *Delivery[T]) error
 
 // ConsumeOption configures one Consume call.
 type ConsumeOption func(*consumeOptions)
 
 type consumeOptions struct {
-	concurrency int
-	backoff     func(attempt int) time.Duration
-	err         error
+	concurrency     int
+	backoff         func(attempt int) time.Duration
+	shutdownTimeout time.Duration
+	handlerTimeout  time.Duration
+	err             error
 }
 
-// WithConcurrency sets how many handlers run at once. Default 1.
+func (o *consumeOptions) fail(err error) {
+	o.err = errors.Join(o.err, err)
+}
+
+// DefaultShutdownTimeout is how long running handlers get to finish once
+// Consume's context ends, unless WithShutdownTimeout says otherwise.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// WithConcurrency sets how many handlers run at once. Default 1; at most
+// 10,000.
 func WithConcurrency(n int) ConsumeOption {
 	return func(o *consumeOptions) {
-		if n < 1 {
-			o.err = errors.Join(o.err, fmt.Errorf("WithConcurrency(%d): must be at least 1", n))
+		if n < 1 || n > 10000 {
+			o.fail(fmt.Errorf("WithConcurrency(%d): must be 1 to 10000", n))
 			return
 		}
 		o.concurrency = n
@@ -37,14 +51,46 @@ func WithConcurrency(n int) ConsumeOption {
 }
 
 // WithBackoff sets the retry delay after a handler's failure on the given
-// attempt (1-based). Default [DefaultBackoff].
+// attempt (1-based). Default [DefaultBackoff]. A negative or out-of-range
+// result counts as 0 (retry at once).
 func WithBackoff(f func(attempt int) time.Duration) ConsumeOption {
 	return func(o *consumeOptions) {
 		if f == nil {
-			o.err = errors.Join(o.err, errors.New("WithBackoff(nil)"))
+			o.fail(errors.New("WithBackoff(nil)"))
 			return
 		}
 		o.backoff = f
+	}
+}
+
+// WithShutdownTimeout bounds shutdown: once Consume's context ends, items
+// leased ahead that no handler started go back to the queue at once, and
+// running handlers get d to finish. Then their context is cancelled and
+// their items go back to the head of the queue at once (no attempt is
+// counted: the item did not fail), and Consume returns after the handlers
+// do (waiting at most another second for handlers that ignore their
+// context). Default [DefaultShutdownTimeout] (30 s); 0 cancels the
+// handlers at once; -1 waits for them however long they take.
+func WithShutdownTimeout(d time.Duration) ConsumeOption {
+	return func(o *consumeOptions) {
+		if d < -1 {
+			o.fail(fmt.Errorf("WithShutdownTimeout(%v): must be at least 0, or -1", d))
+			return
+		}
+		o.shutdownTimeout = d
+	}
+}
+
+// WithHandlerTimeout gives each handler call a context with this deadline;
+// a handler that returns the context's error is retried with backoff like
+// any failure. Default: none. At least 1 ms.
+func WithHandlerTimeout(d time.Duration) ConsumeOption {
+	return func(o *consumeOptions) {
+		if d < time.Millisecond {
+			o.fail(fmt.Errorf("WithHandlerTimeout(%v): must be at least 1ms", d))
+			return
+		}
+		o.handlerTimeout = d
 	}
 }
 
@@ -67,96 +113,117 @@ const maxAckBatch = 256
 // so they can never all hold part of a batch and wait on each other.
 const numReceivers = 2
 
+// handlerGrace is how long Consume waits for handlers whose context it
+// cancelled at shutdown before it returns without them.
+const handlerGrace = time.Second
+
 // Consume receives items and runs handler on each, WithConcurrency at a
 // time, until ctx ends. A nil result acks the delivery; an error or a panic
-// nacks it with the backoff delay for its attempt, and past WithMaxAttempts
-// sends it to the dead letters with the error text. While a handler runs,
-// its lease is extended every third of the visibility timeout, so long work
-// is not redelivered; a crashed process's items come back after at most one
+// nacks it with the backoff delay for its attempt ([SkipRetry] and
+// [RetryAfter] change that), and past WithMaxAttempts sends it to the dead
+// letters with the error text. A delivery the handler settled itself is
+// left as it is. While a handler runs, its lease is extended every third of
+// the visibility timeout (one round trip for all of them), so long work is
+// not redelivered; a crashed process's items come back after at most one
 // visibility timeout.
 //
-// One receiver leases items ahead of the handlers (at most twice the
+// Two receivers lease items ahead of the handlers (at most twice the
 // concurrency in all, as many as are free in one script call), and the acks
-// of handlers that finish together share one round trip, so throughput grows
-// with concurrency. At shutdown, items leased ahead that no handler started
-// go back to the head of the queue, with no attempt counted.
+// of handlers that finish together share one round trip, so throughput
+// grows with concurrency.
 //
 // Handlers get a context that carries ctx's values but not its
-// cancellation: when ctx ends, Consume stops receiving, lets running
-// handlers finish and settles them, then returns ctx.Err(). Redis errors
-// while receiving are logged and retried with backoff; they do not stop
-// Consume.
+// cancellation (WithHandlerTimeout gives it a deadline). When ctx ends,
+// Consume stops receiving, gives back at once the items leased ahead that
+// no handler started, lets running handlers finish (WithShutdownTimeout,
+// 30 s by default, then cancels them and gives their items back), settles
+// them, and returns ctx.Err(); it returns [ErrClosed] when the queue is
+// closed. Redis errors while receiving are logged and retried with backoff;
+// they do not stop Consume. Invalid options return [ErrInvalidArgument].
 func (q *Queue[T]) Consume(ctx context.Context, handler Handler[T], opts ...ConsumeOption) error {
-	o := consumeOptions{concurrency: 1, backoff: DefaultBackoff}
+	o := consumeOptions{concurrency: 1, backoff: DefaultBackoff, shutdownTimeout: DefaultShutdownTimeout}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
 	if handler == nil {
-		o.err = errors.Join(o.err, errors.New("nil handler"))
+		o.fail(errors.New("nil handler"))
 	}
 	if o.err != nil {
-		return fmt.Errorf("consume %s: %w: %w", q.Name(), ErrInvalidQueue, o.err)
+		return fmt.Errorf("consume %s: %w: %w", q.Name(), ErrInvalidArgument, o.err)
 	}
 	if err := q.core.Err(); err != nil {
 		return err
 	}
-
+	if err := q.core.StartBackground(ctx); err != nil {
+		return err
+	}
 	c := &consumer[T]{
 		q: q, handler: handler, opts: o,
-		inflight: map[*Delivery[T]]struct{}{},
-		acks:     make(chan ackRequest[T], o.concurrency),
+		held:      map[*Delivery[T]]context.CancelFunc{},
+		acks:      make(chan ackRequest[T], o.concurrency),
+		stopAcks:  make(chan struct{}),
+		quit:      make(chan struct{}),
+		handlerBg: context.WithoutCancel(ctx),
 	}
-	handlerCtx := context.WithoutCancel(ctx)
+	return c.run(ctx)
+}
+
+type consumer[T any] struct {
+	q         *Queue[T]
+	handler   Handler[T]
+	opts      consumeOptions
+	handlerBg context.Context // ctx's values, not its cancellation
+
+	acks     chan ackRequest[T]
+	stopAcks chan struct{} // closed when ack batching ends
+	quit     chan struct{} // closed at shutdown: start no new handler
+
+	mu sync.Mutex
+	// held are the deliveries this Consume holds leases for: started
+	// (with the cancel func of the handler's context) or leased ahead
+	// (nil). Their leases are extended.
+	held   map[*Delivery[T]]context.CancelFunc
+	unused []*Delivery[T] // leased ahead, never handled: given back
+}
+
+func (c *consumer[T]) run(ctx context.Context) error {
+	o := c.opts
 	var background sync.WaitGroup
 	stopExtending := make(chan struct{})
-	background.Go(func() { c.extendLeases(handlerCtx, stopExtending) })
+	background.Go(func() { c.extendLeases(stopExtending) })
 	for range numReceivers { // as many ack round trips in flight as receives
-		background.Go(func() { c.settleAcks(handlerCtx) })
+		background.Go(c.settleAcks)
 	}
 
 	// slots counts leased items: those being handled plus up to one
-	// handler's worth prefetched, so that the next receive is already under
-	// way while handlers work. work feeds a fixed pool of handlers.
-	prefetch := numReceivers * o.concurrency
-	slots := make(chan struct{}, prefetch)
+	// batch prefetched, so that the next receive is already under way
+	// while handlers work. work feeds a fixed pool of handlers.
+	slots := make(chan struct{}, numReceivers*o.concurrency)
 	work := make(chan *Delivery[T], o.concurrency)
 	var handlers sync.WaitGroup
-	quit := make(chan struct{}) // closed at shutdown: start no new handler
 	for range o.concurrency {
 		handlers.Go(func() {
 			for {
 				select {
-				case <-quit:
+				case <-c.quit:
 					return
 				case d := <-work:
 					select {
-					case <-quit:
+					case <-c.quit:
 						c.giveBack(d)
+						c.releaseUnused()
 						return
 					default:
 					}
-					c.handle(handlerCtx, d)
+					c.handle(d)
 					<-slots
 				}
 			}
 		})
 	}
-	stop := func() {
-		close(quit)
-		handlers.Wait()
-		for len(work) > 0 {
-			c.giveBack(<-work)
-		}
-		c.release(handlerCtx)
-		close(stopExtending)
-		close(c.acks)
-		background.Wait()
-	}
 
-	// Two receivers keep two receive round trips in flight; they share the
-	// slots, so together they never lease more than prefetch.
 	var receivers sync.WaitGroup
 	var fatal error
 	var fatalOnce sync.Once
@@ -171,11 +238,86 @@ func (q *Queue[T]) Consume(ctx context.Context, handler Handler[T], opts ...Cons
 		})
 	}
 	receivers.Wait()
-	stop()
+
+	// Shutdown. First, what no handler started goes back at once.
+	close(c.quit)
+	for len(work) > 0 {
+		c.giveBack(<-work)
+	}
+	c.releaseUnused()
+	// Then running handlers get the shutdown timeout.
+	finished := make(chan struct{})
+	go func() {
+		handlers.Wait()
+		close(finished)
+	}()
+	abandoned := c.awaitHandlers(finished)
+	close(stopExtending)
+	close(c.stopAcks)
+	background.Wait()
+	if abandoned > 0 {
+		c.q.core.Cfg.Logger.Error("redelay: handlers still running after their context was cancelled; Consume returns without them (their items were given back)",
+			"queue", c.q.Name(), "handlers", abandoned)
+	}
 	if fatal != nil {
 		return fatal
 	}
-	return fmt.Errorf("consume %s: %w", q.Name(), ctx.Err())
+	return fmt.Errorf("consume %s: %w", c.q.Name(), ctx.Err())
+}
+
+// awaitHandlers waits for running handlers: up to the shutdown timeout,
+// then cancels them, gives their items back, and waits handlerGrace more.
+// It returns how many handlers it gave up on.
+func (c *consumer[T]) awaitHandlers(finished <-chan struct{}) int {
+	if d := c.opts.shutdownTimeout; d != 0 {
+		var timeout <-chan time.Time
+		if d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-finished:
+			return 0
+		case <-timeout:
+		}
+	}
+	ds := c.stopRunning()
+	if len(ds) > 0 {
+		c.q.core.Cfg.Logger.Warn("redelay: shutdown timeout: handlers cancelled, their items given back",
+			"queue", c.q.Name(), "items", len(ds), "timeout", c.opts.shutdownTimeout)
+	}
+	t := time.NewTimer(handlerGrace)
+	defer t.Stop()
+	select {
+	case <-finished:
+		return 0
+	case <-t.C:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.held)
+	}
+}
+
+// stopRunning cancels the running handlers' contexts and gives their items
+// back to the head of the queue, no attempt counted.
+func (c *consumer[T]) stopRunning() []*Delivery[T] {
+	c.mu.Lock()
+	var ds []*Delivery[T]
+	for d, cancel := range c.held {
+		if cancel != nil {
+			cancel()
+		}
+		d.mu.Lock()
+		if d.state == leased {
+			d.state = released
+			ds = append(ds, d)
+		}
+		d.mu.Unlock()
+	}
+	c.mu.Unlock()
+	c.release(ds)
+	return ds
 }
 
 // receiveLoop leases items into work until ctx ends; it returns an error
@@ -203,7 +345,7 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, slots chan struct{}, batc
 				return nil
 			}
 		}
-		ds, err := c.q.receive(ctx, free)
+		ds, err := c.q.receive(ctx, free, c.backoff)
 		for range free - len(ds) {
 			<-slots
 		}
@@ -222,7 +364,7 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, slots chan struct{}, batc
 		}
 		failures = 0
 		for i, d := range ds {
-			c.track(d, true)
+			c.track(d)
 			select {
 			case work <- d:
 			case <-ctx.Done(): // shutting down: these go back unhandled
@@ -236,43 +378,57 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, slots chan struct{}, batc
 	return nil
 }
 
-type consumer[T any] struct {
-	q       *Queue[T]
-	handler Handler[T]
-	opts    consumeOptions
-	acks    chan ackRequest[T]
+func (c *consumer[T]) backoff(attempt int) time.Duration { return safeDelay(c.opts.backoff, attempt) }
 
-	mu       sync.Mutex
-	inflight map[*Delivery[T]]struct{}
-	unused   []*Delivery[T] // leased ahead, never handled: released at shutdown
+// track records a delivery leased ahead: its lease is extended.
+func (c *consumer[T]) track(d *Delivery[T]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.held[d]; !ok {
+		c.held[d] = nil
+	}
 }
 
 // giveBack sets aside a delivery leased ahead that no handler will run.
 func (c *consumer[T]) giveBack(d *Delivery[T]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.inflight, d)
+	delete(c.held, d)
 	c.unused = append(c.unused, d)
 }
 
-// release returns the deliveries set aside to the head of the ready list,
-// with no attempt counted. If that fails they come back anyway when their
-// leases expire.
-func (c *consumer[T]) release(ctx context.Context) {
+// releaseUnused gives the deliveries set aside back to the head of the
+// ready list, with no attempt counted.
+func (c *consumer[T]) releaseUnused() {
 	c.mu.Lock()
 	ds := c.unused
 	c.unused = nil
 	c.mu.Unlock()
+	for _, d := range ds {
+		d.mu.Lock()
+		if d.state == leased {
+			d.state = released
+		}
+		d.mu.Unlock()
+	}
+	c.release(ds)
+}
+
+// release runs release.lua for ds. If that fails they come back anyway
+// when their leases expire.
+func (c *consumer[T]) release(ds []*Delivery[T]) {
 	if len(ds) == 0 {
 		return
 	}
-	tokens := make([]any, len(ds))
+	tokens := make([]string, len(ds))
 	for i, d := range ds {
 		tokens[i] = d.token
 	}
-	k := c.q.core.Keys
-	if err := lua.Release.Run(ctx, c.q.core.RDB, []string{k.Leases, k.Inflight, k.Ready}, tokens...).Err(); err != nil {
-		c.q.core.Cfg.Logger.Warn("redelay: could not release items leased ahead; they return after the visibility timeout",
+	_, err := queue.Call(c.handlerBg, c.q.core, func(ctx context.Context) (int64, error) {
+		return c.q.core.Store.Release(ctx, tokens)
+	}, nil)
+	if err != nil {
+		c.q.core.Cfg.Logger.Warn("redelay: could not give items back; they return after the visibility timeout",
 			"queue", c.q.Name(), "items", len(ds), "err", err)
 	}
 }
@@ -282,30 +438,42 @@ type ackRequest[T any] struct {
 	done chan error
 }
 
-func (c *consumer[T]) track(d *Delivery[T], on bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if on {
-		c.inflight[d] = struct{}{}
-	} else {
-		delete(c.inflight, d)
-	}
-}
-
 // handle runs the handler and settles the delivery.
-func (c *consumer[T]) handle(ctx context.Context, d *Delivery[T]) {
-	defer c.track(d, false)
-	pctx, span := c.q.core.Tel.StartProcess(ctx, d.ID, d.Attempt, d.Headers)
+func (c *consumer[T]) handle(d *Delivery[T]) {
+	hctx, cancel := context.WithCancel(c.handlerBg)
+	if c.opts.handlerTimeout > 0 {
+		hctx, cancel = context.WithTimeout(c.handlerBg, c.opts.handlerTimeout)
+	}
+	defer cancel()
+	c.mu.Lock()
+	c.held[d] = cancel
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.held, d)
+		c.mu.Unlock()
+	}()
+
+	pctx, span := c.q.core.Tel.StartProcess(hctx, d.ID, d.Attempt, d.Headers)
 	start := time.Now()
-	err := c.run(pctx, d)
+	err := c.call(pctx, d)
 	c.q.core.Tel.Processed(pctx, span, time.Since(start), err)
+	if d.isSettled() {
+		return // settled by the handler, or given back at shutdown
+	}
+	ctx := c.handlerBg
 	var settleErr error
-	if err == nil {
-		done := make(chan error, 1)
-		c.acks <- ackRequest[T]{d, done}
-		settleErr = <-done
-	} else {
-		settleErr = d.nack(ctx, c.opts.backoff(d.Attempt), err.Error())
+	var skip *skipRetry
+	var after *retryAfter
+	switch {
+	case err == nil:
+		settleErr = c.ack(d)
+	case errors.As(err, &skip):
+		settleErr = d.nack(ctx, 0, err.Error(), true)
+	case errors.As(err, &after):
+		settleErr = d.nack(ctx, safeDelay(func(int) time.Duration { return after.d }, d.Attempt), err.Error(), false)
+	default:
+		settleErr = d.nack(ctx, c.backoff(d.Attempt), err.Error(), false)
 	}
 	if settleErr == nil {
 		return
@@ -319,20 +487,33 @@ func (c *consumer[T]) handle(ctx context.Context, d *Delivery[T]) {
 	log.Error("redelay: could not settle delivery; it will be redelivered after the visibility timeout", "err", settleErr, "handler_err", err)
 }
 
+// ack queues d's ack for the batcher and waits for its result.
+func (c *consumer[T]) ack(d *Delivery[T]) error {
+	done := make(chan error, 1)
+	select {
+	case c.acks <- ackRequest[T]{d, done}:
+		return <-done
+	case <-c.stopAcks: // a handler that outlived shutdown
+		return d.Ack(c.handlerBg)
+	}
+}
+
 // settleAcks sends the acks of handlers that finish together in one round
-// trip, until c.acks is closed.
-func (c *consumer[T]) settleAcks(ctx context.Context) {
+// trip, until stopAcks is closed.
+func (c *consumer[T]) settleAcks() {
 	batch := make([]ackRequest[T], 0, maxAckBatch)
 	ds := make([]*Delivery[T], 0, maxAckBatch)
-	for req := range c.acks {
-		batch = append(batch[:0], req)
+	for {
+		select {
+		case req := <-c.acks:
+			batch = append(batch[:0], req)
+		case <-c.stopAcks:
+			return
+		}
 	more:
 		for len(batch) < maxAckBatch {
 			select {
-			case r, ok := <-c.acks:
-				if !ok {
-					break more
-				}
+			case r := <-c.acks:
 				batch = append(batch, r)
 			default:
 				break more
@@ -342,14 +523,14 @@ func (c *consumer[T]) settleAcks(ctx context.Context) {
 		for _, r := range batch {
 			ds = append(ds, r.d)
 		}
-		for i, err := range c.q.ackAll(ctx, ds) {
+		for i, err := range c.q.ackAll(c.handlerBg, ds) {
 			batch[i].done <- err
 		}
 	}
 }
 
-// run calls the handler, turning a panic into an error.
-func (c *consumer[T]) run(ctx context.Context, d *Delivery[T]) (err error) {
+// call calls the handler, turning a panic into an error.
+func (c *consumer[T]) call(ctx context.Context, d *Delivery[T]) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panic: %v", r)
@@ -360,8 +541,9 @@ func (c *consumer[T]) run(ctx context.Context, d *Delivery[T]) (err error) {
 	return c.handler(ctx, d)
 }
 
-// extendLeases keeps the leases of running handlers alive.
-func (c *consumer[T]) extendLeases(ctx context.Context, stop <-chan struct{}) {
+// extendLeases keeps the leases this Consume holds alive: every third of
+// the visibility timeout, one round trip for all of them.
+func (c *consumer[T]) extendLeases(stop <-chan struct{}) {
 	vis := c.q.core.Cfg.Visibility
 	tick := time.NewTicker(max(vis/3, 5*time.Millisecond))
 	defer tick.Stop()
@@ -372,22 +554,28 @@ func (c *consumer[T]) extendLeases(ctx context.Context, stop <-chan struct{}) {
 		case <-tick.C:
 		}
 		c.mu.Lock()
-		ds := make([]*Delivery[T], 0, len(c.inflight))
-		for d := range c.inflight {
-			ds = append(ds, d)
+		ds := make([]*Delivery[T], 0, len(c.held))
+		for d := range c.held {
+			if !d.isSettled() {
+				ds = append(ds, d)
+			}
 		}
 		c.mu.Unlock()
-		for _, d := range ds {
-			if err := d.Extend(ctx, vis); err != nil && !errors.Is(err, ErrLeaseLost) {
-				c.q.core.Cfg.Logger.Warn("redelay: lease extension failed", "queue", c.q.Name(), "id", d.ID, "err", err)
+		for len(ds) > 0 {
+			n := min(len(ds), maxReceive)
+			if _, err := c.q.extend(c.handlerBg, vis, ds[:n]); err != nil {
+				c.q.core.Cfg.Logger.Warn("redelay: lease extension failed", "queue", c.q.Name(), "leases", n, "err", err)
 			}
+			ds = ds[n:]
 		}
 	}
 }
 
+// backoffOnError is the wait after the n-th receive failure in a row:
+// growing to 5 s, with full jitter so that consumers do not retry in step.
 func backoffOnError(failures int) time.Duration {
-	d := time.Duration(min(failures, 7)) * 100 * time.Millisecond * time.Duration(failures)
-	return min(d, 5*time.Second)
+	d := min(time.Duration(min(failures, 50))*100*time.Millisecond*time.Duration(min(failures, 50)), 5*time.Second)
+	return d/2 + rand.N(d/2+1)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -24,7 +24,7 @@ func TestConsumeRetriesErrorsAndPanics(t *testing.T) {
 		defer q.Close()
 		const n = 200
 		for i := range n {
-			if err := q.Offer(context.Background(), i); err != nil {
+			if _, err := q.Offer(context.Background(), i); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -75,7 +75,7 @@ func TestConsumeDeadLettersAfterMaxAttempts(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(3))
 		defer q.Close()
-		if err := q.Offer(context.Background(), "always fails"); err != nil {
+		if _, err := q.Offer(context.Background(), "always fails"); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -108,7 +108,7 @@ func TestConsumeShutdownWaitsForHandlers(t *testing.T) {
 		defer q.Close()
 		const n = 10
 		for i := range n {
-			if err := q.Offer(context.Background(), i); err != nil {
+			if _, err := q.Offer(context.Background(), i); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -172,7 +172,7 @@ func TestConsumeExtendsLeases(t *testing.T) {
 		defer q.Close()
 		other := blocking.New[string](redistest.NewClientLike(t, rdb), name, vis)
 		defer other.Close()
-		if err := q.Offer(context.Background(), "long job"); err != nil {
+		if _, err := q.Offer(context.Background(), "long job"); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -214,7 +214,7 @@ func TestConsumeSurvivesRedisRestart(t *testing.T) {
 			return nil
 		})
 	}()
-	if err := q.Offer(ctx, "before"); err != nil {
+	if _, err := q.Offer(ctx, "before"); err != nil {
 		t.Fatal(err)
 	}
 	if v := <-got; v != "before" {
@@ -227,7 +227,7 @@ func TestConsumeSurvivesRedisRestart(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Offer(ctx, "after"); err != nil {
+	if _, err := q.Offer(ctx, "after"); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -4,18 +4,19 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/queue"
 )
 
 // redriveBatch bounds one redrive script call.
 const redriveBatch = 500
 
 // DeadLetters returns the queue of items that failed for good: out of
-// attempts, or undecodable. It is a Queue[T] like any other (Size, Take,
-// Receive work on it) whose keys share this queue's hash tag. Each item's
-// last failure is in Delivery.Headers[HeaderError]. It is closed with q.
-// Items that fail for good on the dead-letter queue itself go to its own
-// dead letters, q.DeadLetters().DeadLetters().
+// attempts, dead-lettered by a handler (SkipRetry), or bytes that are no
+// envelope. It is a Queue[T] like any other (Size, Take, Receive work on
+// it) whose keys share this queue's hash tag. Each item's last failure is
+// in Delivery.Headers[HeaderError]. It is closed with q. Items that fail
+// for good on the dead-letter queue itself go to its own dead letters,
+// q.DeadLetters().DeadLetters().
 func (q *Queue[T]) DeadLetters() *Queue[T] {
 	q.deadMu.Lock()
 	defer q.deadMu.Unlock()
@@ -35,19 +36,20 @@ func (q *Queue[T]) Redrive(ctx context.Context, max int) (int, error) {
 	if err := q.core.Err(); err != nil {
 		return 0, err
 	}
-	k := q.core.Keys
 	total := 0
 	for max <= 0 || total < max {
 		batch := redriveBatch
 		if max > 0 {
 			batch = min(batch, max-total)
 		}
-		n, err := lua.Redrive.Run(ctx, q.core.RDB, []string{k.DeadReady, k.Ready}, batch).Int()
-		total += n
+		n, err := queue.Call(ctx, q.core, func(ctx context.Context) (int64, error) {
+			return q.core.Store.Redrive(ctx, batch)
+		}, nil)
+		total += int(n)
 		if err != nil {
 			return total, fmt.Errorf("redrive %s: %w", q.Name(), err)
 		}
-		if n < batch {
+		if int(n) < batch {
 			break
 		}
 	}

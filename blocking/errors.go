@@ -2,6 +2,8 @@ package blocking
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/queue"
@@ -10,20 +12,61 @@ import (
 // Sentinel errors; every error the package returns wraps one of these, a
 // Redis error, a codec error, or a context error.
 var (
-	// ErrInvalidQueue: the queue was built with a nil client, a bad name or
-	// a bad option. Every call returns it, with the reason.
+	// ErrInvalidQueue: the queue was built with a nil client, an
+	// unsupported client, a bad name or a bad option. Every call returns
+	// it, with the reason.
 	ErrInvalidQueue = queue.ErrInvalidQueue
-	// ErrClosed: the queue was closed.
+	// ErrInvalidArgument: an argument of a call is out of range (a
+	// negative timeout, a reserved header name, a bad Consume option...);
+	// the error names it. Nothing was changed.
+	ErrInvalidArgument = queue.ErrInvalidArgument
+	// ErrClosed: the queue was closed, before or during the call.
 	ErrClosed = queue.ErrClosed
-	// ErrPayloadTooLarge: the encoded value exceeds WithMaxPayloadSize.
+	// ErrPayloadTooLarge: the encoded value (and headers) exceed
+	// WithMaxPayloadSize.
 	ErrPayloadTooLarge = queue.ErrPayloadTooLarge
 	// ErrLeaseLost: Ack, Nack or Extend of a delivery whose lease is gone:
 	// it expired and the item was made ready again (perhaps delivered to
-	// another consumer), or the delivery was already acked or nacked.
-	// Nothing was changed.
+	// another consumer), or the delivery was already settled or given
+	// back. Nothing was changed.
 	ErrLeaseLost = errors.New("redelay: lease lost")
 )
 
 // HeaderError is the Delivery header that holds an item's last failure: the
-// error its handler returned, or why it was dead-lettered.
+// error its handler returned, or why it was dead-lettered. Header names
+// starting with "redelay-" are reserved for redelay.
 const HeaderError = envelope.HeaderError
+
+// SkipRetry wraps err so that, returned by a Consume handler, the delivery
+// goes to the dead letters at once, with no more attempts (the error's
+// text in its HeaderError). errors.Is and errors.As see err through it.
+func SkipRetry(err error) error {
+	if err == nil {
+		err = errors.New("skip retry")
+	}
+	return &skipRetry{err}
+}
+
+type skipRetry struct{ err error }
+
+func (e *skipRetry) Error() string { return "skip retry: " + e.err.Error() }
+func (e *skipRetry) Unwrap() error { return e.err }
+
+// RetryAfter wraps err so that, returned by a Consume handler, the delivery
+// is retried after exactly d instead of the backoff (still counting an
+// attempt: past WithMaxAttempts it goes to the dead letters). A negative d
+// counts as 0. errors.Is and errors.As see err through it.
+func RetryAfter(d time.Duration, err error) error {
+	if err == nil {
+		err = errors.New("retry")
+	}
+	return &retryAfter{max(d, 0), err}
+}
+
+type retryAfter struct {
+	d   time.Duration
+	err error
+}
+
+func (e *retryAfter) Error() string { return fmt.Sprintf("retry after %v: %v", e.d, e.err) }
+func (e *retryAfter) Unwrap() error { return e.err }

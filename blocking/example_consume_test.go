@@ -29,7 +29,7 @@ func ExampleQueue_Receive() {
 	q := blocking.New[string](rdb, "emails")
 	defer q.Close()
 
-	if err := q.Offer(ctx, "welcome ada@example.com"); err != nil {
+	if _, err := q.Offer(ctx, "welcome ada@example.com"); err != nil {
 		panic(err)
 	}
 	d, err := q.Receive(ctx) // waits until an item is ready or ctx ends
@@ -69,7 +69,7 @@ func ExampleDelivery_Nack() {
 	q := blocking.New[string](rdb, "payments")
 	defer q.Close()
 
-	if err := q.Offer(ctx, "charge order 42"); err != nil {
+	if _, err := q.Offer(ctx, "charge order 42"); err != nil {
 		panic(err)
 	}
 	d, err := q.Receive(ctx)
@@ -113,7 +113,7 @@ func ExampleQueue_Consume() {
 
 	images := []string{"cat.png", "dog.png", "owl.png"}
 	for _, img := range images {
-		if err := q.Offer(context.Background(), img); err != nil {
+		if _, err := q.Offer(context.Background(), img); err != nil {
 			panic(err)
 		}
 	}
@@ -163,7 +163,7 @@ func ExampleQueue_DeadLetters() {
 	q := blocking.New[string](rdb, "invoices", blocking.WithMaxAttempts(1))
 	defer q.Close() // closes q.DeadLetters() too
 
-	if err := q.Offer(ctx, "invoice 7"); err != nil {
+	if _, err := q.Offer(ctx, "invoice 7"); err != nil {
 		panic(err)
 	}
 	d, err := q.Receive(ctx)

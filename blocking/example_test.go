@@ -26,7 +26,7 @@ func ExampleNew() {
 	defer q.Close()
 
 	for _, s := range []string{"hello", "world"} {
-		if err := q.Offer(ctx, s); err != nil {
+		if _, err := q.Offer(ctx, s); err != nil {
 			panic(err)
 		}
 	}
@@ -62,7 +62,7 @@ func ExampleQueue_Poll() {
 	v, ok, err := q.Poll(ctx, 100*time.Millisecond)
 	fmt.Println(v, ok, err)
 
-	if err := q.Offer(ctx, 42); err != nil {
+	if _, err := q.Offer(ctx, 42); err != nil {
 		panic(err)
 	}
 	v, ok, err = q.Poll(ctx, 100*time.Millisecond)
@@ -91,7 +91,7 @@ func ExampleWithCodec() {
 	q := blocking.New[Email](rdb, "emails", blocking.WithCodec(codec.JSON()))
 	defer q.Close()
 
-	if err := q.Offer(ctx, Email{To: "ada@example.com", Subject: "Your order shipped"}); err != nil {
+	if _, err := q.Offer(ctx, Email{To: "ada@example.com", Subject: "Your order shipped"}); err != nil {
 		panic(err)
 	}
 	e, err := q.Take(ctx)

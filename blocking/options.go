@@ -12,7 +12,7 @@ import (
 
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/transfer"
+	"github.com/redelay/redelay/internal/transfer"
 )
 
 // Option configures a queue at [New].
@@ -41,7 +41,13 @@ func WithCodec(c codec.Codec) Option {
 // WithLogger sets where the queue's background work logs (transfer errors,
 // poison items). Default: slog.Default().
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.cfg.Logger = l }
+	return func(o *options) {
+		if l == nil {
+			o.fail(errors.New("WithLogger(nil)"))
+			return
+		}
+		o.cfg.Logger = l
+	}
 }
 
 // WithMaxPayloadSize bounds an encoded value, in bytes; Offer of a larger
@@ -76,16 +82,21 @@ func WithTransferBatchSize(n int) Option {
 
 // WithSweepInterval sets the longest time the transfer waits between two
 // runs when it has heard of nothing due; it bounds how late an item can be
-// when a wake-up notification is lost. Default 1 s; at least 1 ms.
+// when a wake-up notification is lost. Default 1 s; at least 1 ms, at
+// most an hour.
 func WithSweepInterval(d time.Duration) Option {
 	return func(o *options) {
-		if d < time.Millisecond {
-			o.fail(fmt.Errorf("WithSweepInterval(%v): must be at least 1ms", d))
+		if d < time.Millisecond || d > time.Hour {
+			o.fail(fmt.Errorf("WithSweepInterval(%v): must be 1ms to 1h", d))
 			return
 		}
 		o.cfg.Sweep = d
 	}
 }
+
+// maxVisibility bounds the visibility timeout (a year: a lease deadline far
+// beyond any handler, and far inside the range Redis stores exactly).
+const maxVisibility = 365 * 24 * time.Hour
 
 // WithVisibilityTimeout sets how long an item received with Receive (or
 // Consume) stays leased to its receiver. If it is neither acked nor nacked
@@ -93,11 +104,11 @@ func WithSweepInterval(d time.Duration) Option {
 // ready again for another consumer, with Attempt+1. Pick it above the
 // longest normal handling time; Consume extends leases while a handler runs,
 // so there it only bounds how soon a crashed consumer's items come back.
-// Default 30 s; at least 10 ms.
+// Default 30 s; at least 10 ms, at most a year.
 func WithVisibilityTimeout(d time.Duration) Option {
 	return func(o *options) {
-		if d < 10*time.Millisecond {
-			o.fail(fmt.Errorf("WithVisibilityTimeout(%v): must be at least 10ms", d))
+		if d < 10*time.Millisecond || d > maxVisibility {
+			o.fail(fmt.Errorf("WithVisibilityTimeout(%v): must be 10ms to a year", d))
 			return
 		}
 		o.cfg.Visibility = d
@@ -108,6 +119,12 @@ func WithVisibilityTimeout(d time.Duration) Option {
 // fails (Nack, a handler error, or an expired lease) and n >= max, the item
 // goes to the dead letters with the last error instead of being retried.
 // Default 10; at least 1.
+//
+// The limit belongs to the queue, not to one process: a process that sets
+// it records it in Redis when it starts consuming (Take, Poll, Receive,
+// Consume) or transferring (delayed.New), and every process (whatever its
+// own setting) dead-letters at the attempt recorded last. A process that
+// does not set it uses the recorded limit, or 10 when none is.
 func WithMaxAttempts(n int) Option {
 	return func(o *options) {
 		if n < 1 {
@@ -115,18 +132,20 @@ func WithMaxAttempts(n int) Option {
 			return
 		}
 		o.cfg.MaxAttempts = n
+		o.cfg.MaxAttemptsSet = true
 	}
 }
 
 // WithTracerProvider sets where the queue's spans go. Default: the otel
 // global TracerProvider (a no-op until the application installs an SDK).
-// See package tracing for the spans.
+// See package tracing for the spans. nil means the default.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.cfg.Telemetry.TracerProvider = tp }
 }
 
 // WithMeterProvider sets where the queue's metrics go. Default: the otel
-// global MeterProvider. See package tracing for the metrics.
+// global MeterProvider. See package tracing for the metrics. nil means the
+// default.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) { o.cfg.Telemetry.MeterProvider = mp }
 }
@@ -134,7 +153,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithPropagator sets how trace context travels in an item's headers, from
 // the producer's span to the consumer's. Default: the otel global
 // propagator (a no-op until the application sets one, e.g.
-// propagation.TraceContext{}).
+// propagation.TraceContext{}). nil means the default.
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(o *options) { o.cfg.Telemetry.Propagator = p }
 }

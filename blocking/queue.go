@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -12,8 +11,8 @@ import (
 
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/internal/envelope"
-	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/queue"
+	"github.com/redelay/redelay/internal/store"
 )
 
 // Queue is a typed, Redis-backed FIFO queue of T. It is safe for concurrent
@@ -25,13 +24,27 @@ type Queue[T any] struct {
 	dead   *Queue[T] // created by the first DeadLetters call
 }
 
-// New returns the queue called name on rdb (any redis.UniversalClient:
-// *redis.Client, *redis.ClusterClient, a failover client, a Ring).
+func init() {
+	queue.CoreOf = func(q any) *queue.Core {
+		if x, ok := q.(interface{ queueCore() *queue.Core }); ok {
+			return x.queueCore()
+		}
+		return nil
+	}
+}
+
+func (q *Queue[T]) queueCore() *queue.Core { return q.core }
+
+// New returns the queue called name on rdb: a *redis.Client, a
+// *redis.ClusterClient, or a failover (Sentinel) client. A *redis.Ring is
+// refused: it moves keys between shards when one is unreachable.
 //
-// New never fails: a nil client, a bad name or a bad option makes every
-// call return an error wrapping [ErrInvalidQueue] that names the problem.
-// New starts nothing; the first Take or Poll starts this process's transfer
-// of the queue's due delayed items, which runs until [Queue.Close].
+// New never fails and starts nothing: a nil client, a bad name or a bad
+// option makes every call return an error wrapping [ErrInvalidQueue] that
+// names the problem. The first Take, Poll, Receive or Consume starts this
+// process's background work for the queue (moving its due delayed items,
+// reclaiming expired leases, reporting its depth), which runs until
+// [Queue.Close]. A queue used only to offer needs no Close.
 func New[T any](rdb redis.UniversalClient, name string, opts ...Option) *Queue[T] {
 	o := options{cfg: queue.Config{Codec: codec.Msgpack()}}
 	for _, opt := range opts {
@@ -43,22 +56,86 @@ func New[T any](rdb redis.UniversalClient, name string, opts ...Option) *Queue[T
 }
 
 // Name returns the queue's name.
-func (q *Queue[T]) Name() string { return q.core.Keys.Name }
+func (q *Queue[T]) Name() string { return q.core.Name() }
 
-// Core is the queue's untyped machinery, for the other redelay packages
-// (delayed.New). Applications have no use for it.
-func (q *Queue[T]) Core() *queue.Core { return q.core }
+// OfferOption configures one [Queue.Offer].
+type OfferOption func(*offerOptions)
 
-// Offer appends v to the queue, ready to take now.
-func (q *Queue[T]) Offer(ctx context.Context, v T) error {
+type offerOptions struct {
+	id      string
+	hasID   bool
+	headers map[string]string
+}
+
+// WithID gives the item an ID of the caller's choosing (1 to 256 bytes),
+// seen by consumers as Delivery.ID. The ready list does not check IDs for
+// duplicates: for that, offer through a delayed.Queue with delayed.WithID.
+// Default: a random 16-character ID.
+func WithID(id string) OfferOption {
+	return func(o *offerOptions) { o.id, o.hasID = id, true }
+}
+
+// WithHeaders attaches metadata to the item, seen by consumers in
+// Delivery.Headers. Names starting with "redelay-" are reserved (an Offer
+// with one returns [ErrInvalidArgument]); the trace context's headers
+// (traceparent, tracestate, baggage) are set by the propagator when one is
+// active. At most 64 headers; their bytes count toward the max payload
+// size. The map is not retained.
+func WithHeaders(h map[string]string) OfferOption {
+	return func(o *offerOptions) { o.headers = h }
+}
+
+// MaxIDLen bounds an ID given with WithID, in bytes.
+const MaxIDLen = 256
+
+// Offer appends v to the queue, ready to take now, and returns its ID.
+//
+// Offer is idempotent on resend: when go-redis sends the call again after
+// a lost reply, the item is stored once. If ctx ends while the offer is on
+// its way, Offer returns an error wrapping ctx.Err() and the item may or
+// may not have been stored; the ID is returned with that error.
+func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	if err := q.core.Err(); err != nil {
-		return err
+		return "", err
 	}
-	id := queue.NewID()
-	ctx, span, headers := q.core.Tel.StartSend(ctx, id, 0)
-	err := q.offer(ctx, id, v, headers)
+	var o offerOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if err := checkID(o.id, o.hasID); err != nil {
+		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
+	}
+	if err := queue.CheckHeaders(o.headers); err != nil {
+		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
+	}
+	id := o.id
+	if !o.hasID {
+		id = queue.NewID()
+	}
+	ctx, span, trace := q.core.Tel.StartSend(ctx, id, 0)
+	err := q.offer(ctx, id, v, o.headers, trace)
 	q.core.Tel.Sent(ctx, span, offered(err), err)
-	return err
+	if err != nil {
+		var unknown *queue.OfferOutcomeUnknown
+		if errors.As(err, &unknown) {
+			return id, err
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+// checkID validates an ID given with WithID.
+func checkID(id string, given bool) error {
+	switch {
+	case given && id == "":
+		return fmt.Errorf("empty id: %w", ErrInvalidArgument)
+	case len(id) > MaxIDLen:
+		return fmt.Errorf("id of %d bytes, at most %d: %w", len(id), MaxIDLen, ErrInvalidArgument)
+	}
+	return nil
 }
 
 // offered is how many items an offer that ended with err stored.
@@ -69,12 +146,12 @@ func offered(err error) int {
 	return 1
 }
 
-func (q *Queue[T]) offer(ctx context.Context, id string, v T, headers map[string]string) error {
-	env, err := q.core.Encode(id, v, headers)
+func (q *Queue[T]) offer(ctx context.Context, id string, v T, user, trace map[string]string) error {
+	env, err := q.core.Encode(id, v, user, trace)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
-	if err := lua.Push.Run(ctx, q.core.RDB, []string{q.core.Keys.Ready}, env).Err(); err != nil {
+	if _, err := q.core.Offer(ctx, store.OfferItem{ID: id, Env: env, Mode: 'r'}); err != nil {
 		return fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
 	return nil
@@ -82,89 +159,157 @@ func (q *Queue[T]) offer(ctx context.Context, id string, v T, headers map[string
 
 // Take removes and returns the oldest ready item, waiting as long as ctx
 // allows for one to arrive. When ctx ends it returns ctx.Err() (test with
-// errors.Is). Delivery is at most once: an item taken by a process that then
-// crashes is gone.
+// errors.Is), and ErrClosed when the queue is closed meanwhile, both within
+// a few milliseconds, even while the network is stalled.
 //
-// An item that cannot be decoded is moved to the dead letters (and logged);
-// Take goes on to the next one.
+// Delivery is at most once: an item is removed as it is returned, and an
+// item taken by a process that then crashes is gone. An item popped while a
+// Take waited, and then not returned (its ctx ended, the queue closed, or
+// the reply was lost with the connection), goes back to the head of the
+// queue. The one case that loses an item is a connection lost while a
+// non-blocking pop is in flight (Take pops without blocking while items
+// are ready): its reply, and the item, are gone. Use Receive for work that
+// must not be lost.
+//
+// An item that is no envelope at all goes to the dead letters; an item
+// that cannot be decoded (a value of another type, or an envelope version
+// this release does not read) is put back for a later retry, counted as a
+// failed attempt, and dead-lettered after WithMaxAttempts.
 func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 	v, _, err := q.take(ctx, time.Time{})
 	return v, err
 }
 
 // Poll is Take with a time limit: ok is false, with a nil error, when
-// timeout passes with nothing ready. Sub-second timeouts are honoured; a zero
-// timeout takes a ready item without waiting.
+// timeout passes with nothing ready. A zero timeout takes a ready item
+// without waiting. A negative timeout returns [ErrInvalidArgument].
 func (q *Queue[T]) Poll(ctx context.Context, timeout time.Duration) (v T, ok bool, err error) {
 	if timeout < 0 {
-		return v, false, fmt.Errorf("poll %s: negative timeout %v", q.Name(), timeout)
+		return v, false, fmt.Errorf("poll %s: negative timeout %v: %w", q.Name(), timeout, ErrInvalidArgument)
 	}
 	return q.take(ctx, time.Now().Add(timeout))
 }
 
 func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error) {
 	var zero T
-	if err := q.core.StartTransfer(); err != nil {
+	if err := q.core.StartBackground(ctx); err != nil {
 		return zero, false, err
 	}
 	start := time.Now()
+	pop := true // try a non-blocking pop first, and again after each item
 	for {
-		raw, err := q.pop(ctx, deadline)
-		if err != nil || raw == nil {
-			return zero, false, err
+		var raw []byte
+		var err error
+		if pop {
+			raw, err = q.pop(ctx)
 		}
+		if err == nil && raw == nil {
+			pop = false
+			raw, err = q.wait(ctx, deadline)
+			if err == nil && raw == nil && !deadline.IsZero() && !time.Now().Before(deadline) {
+				return zero, false, nil
+			}
+		}
+		if err != nil {
+			return zero, false, fmt.Errorf("take %s: %w", q.Name(), err)
+		}
+		if raw == nil {
+			continue
+		}
+		pop = true
 		v, e, err := q.decode(raw)
 		if err == nil {
 			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
 			return v, true, nil
 		}
-		q.deadLetterPoison(ctx, raw, err)
+		q.failTaken(ctx, raw, err)
 	}
 }
 
-// pop waits for one raw item; nil, nil when the deadline passes.
-func (q *Queue[T]) pop(ctx context.Context, deadline time.Time) ([]byte, error) {
-	// The command runs without ctx's cancellation: if go-redis aborted a
-	// blocking pop mid-reply, the popped item would be lost with the
-	// connection. The block is short instead, and ctx is checked between.
-	cmdCtx := context.WithoutCancel(ctx)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
+// pop takes a ready item without blocking (nil when none).
+func (q *Queue[T]) pop(ctx context.Context) ([]byte, error) {
+	return queue.Wait(ctx, q.core, q.core.Store.Pop, func(raw []byte, err error) {
+		if err == nil && raw != nil {
+			q.giveBack(raw)
 		}
-		block := q.core.BlockFor(ctx)
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left < time.Millisecond {
-				// Out of time (or Poll(ctx, 0)): one last look, without blocking.
-				raw, err := q.core.RDB.RPop(cmdCtx, q.core.Keys.Ready).Bytes()
-				if errors.Is(err, redis.Nil) {
-					return nil, nil
-				}
-				if err != nil {
-					return nil, fmt.Errorf("take %s: %w", q.Name(), err)
-				}
-				return raw, nil
-			}
-			block = min(block, left)
+	})
+}
+
+// wait blocks (one block at most) until an item is ready, claims it and
+// takes it: nil when the block or the deadline passed first.
+func (q *Queue[T]) wait(ctx context.Context, deadline time.Time) ([]byte, error) {
+	wctx := ctx
+	if !deadline.IsZero() {
+		if time.Until(deadline) <= 0 {
+			return nil, nil
 		}
-		secs := strconv.FormatFloat(block.Seconds(), 'f', 3, 64)
-		res, err := q.core.RDB.Do(cmdCtx, "BRPOP", q.core.Keys.Ready, secs).StringSlice()
-		switch {
-		case errors.Is(err, redis.Nil):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
-		case len(res) != 2:
-			return nil, fmt.Errorf("take %s: unexpected BRPOP reply %q", q.Name(), res)
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	block := q.core.Store.Client().Block(wctx)
+	claimed := time.Now()
+	raw, err := queue.Wait(wctx, q.core, func(ctx context.Context) ([]byte, error) {
+		return q.core.Store.WaitClaim(ctx, block)
+	}, q.unclaimLate)
+	if err != nil {
+		if ctx.Err() == nil && wctx.Err() != nil { // the Poll deadline
+			return nil, nil
 		}
-		return []byte(res[1]), nil
+		return nil, err
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	taken, err := queue.Call(context.WithoutCancel(ctx), q.core, func(ctx context.Context) (bool, error) {
+		return q.core.Store.Confirm(ctx, raw)
+	}, nil)
+	if err != nil {
+		// The item stays claimed; the reclaimer gives it back.
+		return nil, err
+	}
+	if !taken {
+		// Not in the claimed list: either an earlier send of this very
+		// Confirm took it (go-redis resent it after a lost reply), or the
+		// reclaimer gave it back, which it does only after the item sat
+		// there for store.ClaimedHold.
+		if time.Since(claimed) < store.ClaimedHold/2 {
+			return raw, nil
+		}
+		q.core.Cfg.Logger.Warn("redelay: a claimed item was given back before Take could take it; it stays in the queue",
+			"queue", q.Name(), "waited", time.Since(claimed))
+		return nil, nil
+	}
+	return raw, nil
+}
+
+// unclaimLate gives back an item a wait claimed after its caller left.
+func (q *Queue[T]) unclaimLate(raw []byte, err error) {
+	if err != nil || raw == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := q.core.Store.Unclaim(ctx, raw); err != nil {
+		q.core.Cfg.Logger.Warn("redelay: could not give back an item claimed after its caller left; the reclaimer will",
+			"queue", q.Name(), "err", err)
+	}
+}
+
+// giveBack puts an item popped after its caller left back at the head.
+func (q *Queue[T]) giveBack(raw []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := q.core.Store.PushBack(ctx, raw); err != nil {
+		id, _ := envelope.PeekID(raw)
+		q.core.Cfg.Logger.Error("redelay: an item popped after its caller left could not be put back and is lost",
+			"queue", q.Name(), "id", id, "err", err)
 	}
 }
 
 func (q *Queue[T]) decode(raw []byte) (T, envelope.Envelope, error) {
 	var v T
-	e, err := envelope.Unmarshal(raw)
+	e, err := q.core.Decode(raw)
 	if err != nil {
 		return v, e, err
 	}
@@ -174,19 +319,39 @@ func (q *Queue[T]) decode(raw []byte) (T, envelope.Envelope, error) {
 	return v, e, nil
 }
 
-// deadLetterPoison keeps an undecodable item on the dead-letter list, with
-// the reason in its headers when its envelope is readable (unchanged
-// otherwise), instead of returning it or losing it.
-func (q *Queue[T]) deadLetterPoison(ctx context.Context, raw []byte, reason error) {
-	dead := q.core.Keys.DeadReady
-	out, id := envelope.WithError(raw, reason.Error())
-	log := q.core.Cfg.Logger.With("queue", q.Name(), "id", id, "reason", reason.Error(), "bytes", len(raw))
-	if err := q.core.RDB.LPush(context.WithoutCancel(ctx), dead, out).Err(); err != nil {
-		log.Error("redelay: undecodable item could not be dead-lettered and is dropped", "err", err)
+// failTaken deals with an item Take popped but cannot return: bytes that
+// are no envelope go to the dead letters as they are; an envelope that
+// cannot be decoded is scheduled again, its failure counted, with the
+// reason in its headers (dead-lettered past the max attempts).
+func (q *Queue[T]) failTaken(ctx context.Context, raw []byte, reason error) {
+	ctx = context.WithoutCancel(ctx)
+	log := q.core.Cfg.Logger.With("queue", q.Name(), "reason", reason.Error(), "bytes", len(raw))
+	if !envelope.IsEnvelope(raw) {
+		if _, err := queue.Call(ctx, q.core, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, q.core.Store.DeadLetter(ctx, raw)
+		}, nil); err != nil {
+			log.Error("redelay: bytes that are no envelope could not be dead-lettered and are dropped", "err", err)
+			return
+		}
+		q.core.Tel.DeadLettered(ctx, 1)
+		log.Warn("redelay: bytes that are no envelope moved to the dead letters")
 		return
 	}
-	q.core.Tel.DeadLettered(ctx, 1)
-	log.Warn("redelay: undecodable item moved to dead letters", "dead_letter_list", dead)
+	attempt := envelope.Attempt(raw) + 1
+	id, _ := envelope.PeekID(raw)
+	status, maxAttempts, err := q.settle(ctx, store.Settle{
+		Env: raw, Reason: reason.Error(), Attempt: attempt, Delay: DefaultBackoff(attempt), Nonce: queue.NewToken(),
+	})
+	log = log.With("id", id, "attempt", attempt)
+	switch {
+	case err != nil:
+		log.Error("redelay: an item that could not be decoded could not be put back and is lost", "err", err)
+	case status == settleDead:
+		q.core.Tel.DeadLettered(ctx, 1)
+		log.Warn("redelay: an item that could not be decoded was dead-lettered after its last attempt", "max_attempts", maxAttempts)
+	default:
+		log.Warn("redelay: an item that could not be decoded will be retried (is this consumer older than its producers, or of another type?)")
+	}
 }
 
 // Size returns the number of items ready to take.
@@ -194,7 +359,7 @@ func (q *Queue[T]) Size(ctx context.Context) (int64, error) {
 	if err := q.core.Err(); err != nil {
 		return 0, err
 	}
-	n, err := q.core.RDB.LLen(ctx, q.core.Keys.Ready).Result()
+	n, err := queue.Call(ctx, q.core, q.core.Store.ReadyLen, nil)
 	if err != nil {
 		return 0, fmt.Errorf("size %s: %w", q.Name(), err)
 	}
@@ -203,10 +368,12 @@ func (q *Queue[T]) Size(ctx context.Context) (int64, error) {
 
 // Close stops the background work this queue (and its DeadLetters queue)
 // started in this process: the transfer of due items and the reclaiming of
-// expired leases. Items stay in Redis, leased ones included: they come back
-// after their visibility timeout. Calls after Close return [ErrClosed].
-// Closing twice is harmless. Close does not wait for a running Consume: end
-// its context first.
+// expired leases. Blocked Take, Poll, Receive and Consume calls return
+// [ErrClosed] at once; an item they had just popped goes back to the
+// queue. Items stay in Redis, leased ones included: they come back after
+// their visibility timeout. Close returns within about a second, even
+// while Redis is unreachable. Calls after Close return ErrClosed; closing
+// twice is harmless.
 func (q *Queue[T]) Close() error {
 	err := q.core.Close()
 	q.deadMu.Lock()

@@ -28,7 +28,7 @@ func TestOfferTakeFIFO(t *testing.T) {
 		q := blocking.New[int](rdb, redistest.QueueName(t))
 		t.Cleanup(func() { _ = q.Close() })
 		for i := range 20 {
-			if err := q.Offer(ctx, i); err != nil {
+			if _, err := q.Offer(ctx, i); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -65,7 +65,7 @@ func TestPoll(t *testing.T) {
 
 		go func() {
 			time.Sleep(50 * time.Millisecond)
-			_ = q.Offer(ctx, "late")
+			_, _ = q.Offer(ctx, "late")
 		}()
 		v, ok, err := q.Poll(ctx, 5*time.Second)
 		if err != nil || !ok || v != "late" {
@@ -75,7 +75,7 @@ func TestPoll(t *testing.T) {
 		if _, ok, err := q.Poll(ctx, 0); ok || err != nil {
 			t.Fatalf("Poll(0) on an empty queue = %v, %v", ok, err)
 		}
-		if err := q.Offer(ctx, "ready"); err != nil {
+		if _, err := q.Offer(ctx, "ready"); err != nil {
 			t.Fatal(err)
 		}
 		if v, ok, err := q.Poll(ctx, 0); !ok || err != nil || v != "ready" {
@@ -131,7 +131,7 @@ func TestTakeCancelled(t *testing.T) {
 				}
 			}()
 			time.Sleep(time.Duration(i%5) * 2 * time.Millisecond)
-			if err := q.Offer(context.Background(), i); err != nil {
+			if _, err := q.Offer(context.Background(), i); err != nil {
 				t.Fatal(err)
 			}
 			<-done
@@ -182,7 +182,7 @@ func TestShortReadTimeoutClient(t *testing.T) {
 		if _, err := q.Take(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Take = %v", err)
 		}
-		if err := q.Offer(context.Background(), 7); err != nil {
+		if _, err := q.Offer(context.Background(), 7); err != nil {
 			t.Fatal(err)
 		}
 		if v, err := q.Take(context.Background()); err != nil || v != 7 {
@@ -197,7 +197,7 @@ func TestCodecs(t *testing.T) {
 		want := order{ID: "o-1", Amount: 12.5, Items: []string{"tea", "milk"}}
 		for _, c := range []codec.Codec{codec.Msgpack(), codec.JSON()} {
 			q := blocking.New[order](rdb, redistest.QueueName(t), blocking.WithCodec(c))
-			if err := q.Offer(ctx, want); err != nil {
+			if _, err := q.Offer(ctx, want); err != nil {
 				t.Fatalf("%s: %v", c.Name(), err)
 			}
 			got, err := q.Take(ctx)
@@ -210,7 +210,7 @@ func TestCodecs(t *testing.T) {
 		qb := blocking.New[[]byte](rdb, redistest.QueueName(t), blocking.WithCodec(codec.Raw()))
 		defer qb.Close()
 		bin := []byte{0, 1, 2, 0xff, 0xfe}
-		if err := qb.Offer(ctx, bin); err != nil {
+		if _, err := qb.Offer(ctx, bin); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := qb.Take(ctx); err != nil || string(got) != string(bin) {
@@ -218,7 +218,7 @@ func TestCodecs(t *testing.T) {
 		}
 		qs := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithCodec(codec.Raw()))
 		defer qs.Close()
-		if err := qs.Offer(ctx, "héllo"); err != nil {
+		if _, err := qs.Offer(ctx, "héllo"); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := qs.Take(ctx); err != nil || got != "héllo" {
@@ -226,7 +226,7 @@ func TestCodecs(t *testing.T) {
 		}
 		qi := blocking.New[int](rdb, redistest.QueueName(t), blocking.WithCodec(codec.Raw()))
 		defer qi.Close()
-		if err := qi.Offer(ctx, 1); !errors.Is(err, codec.ErrUnsupportedType) {
+		if _, err := qi.Offer(ctx, 1); !errors.Is(err, codec.ErrUnsupportedType) {
 			t.Fatalf("raw codec with int = %v, want ErrUnsupportedType", err)
 		}
 	})
@@ -247,8 +247,9 @@ func TestInvalid(t *testing.T) {
 		"batch size 10000": blocking.New[int](rdb, "q", blocking.WithTransferBatchSize(10000)),
 	}
 	for name, q := range cases {
-		errs := []error{q.Offer(ctx, 1)}
-		_, err := q.Take(ctx)
+		_, err := q.Offer(ctx, 1)
+		errs := []error{err}
+		_, err = q.Take(ctx)
 		errs = append(errs, err)
 		_, _, err = q.Poll(ctx, time.Millisecond)
 		errs = append(errs, err)
@@ -263,21 +264,22 @@ func TestInvalid(t *testing.T) {
 			t.Errorf("%s: Close = %v", name, err)
 		}
 	}
-	if err := cases["empty name"].Offer(ctx, 1); !strings.Contains(err.Error(), "empty") {
+	if _, err := cases["empty name"].Offer(ctx, 1); !strings.Contains(err.Error(), "empty") {
 		t.Errorf("error does not name the problem: %v", err)
 	}
 
 	big := blocking.New[string](rdb, "big", blocking.WithMaxPayloadSize(100))
-	if err := big.Offer(ctx, strings.Repeat("x", 101)); !errors.Is(err, blocking.ErrPayloadTooLarge) {
+	if _, err := big.Offer(ctx, strings.Repeat("x", 101)); !errors.Is(err, blocking.ErrPayloadTooLarge) {
 		t.Fatalf("oversize Offer = %v, want ErrPayloadTooLarge", err)
 	}
-	if err := big.Offer(ctx, strings.Repeat("x", 90)); err != nil {
+	if _, err := big.Offer(ctx, strings.Repeat("x", 90)); err != nil {
 		t.Fatalf("Offer under the limit = %v", err)
 	}
 }
 
-// An undecodable item is dead-lettered and Take moves on to the next one.
-func TestPoisonIsDeadLettered(t *testing.T) {
+// Bytes that are no envelope are dead-lettered; an item of another type is
+// put back as a failed attempt; Take moves on to the next one.
+func TestPoisonTake(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
@@ -292,12 +294,12 @@ func TestPoisonIsDeadLettered(t *testing.T) {
 		if err := rdb.LPush(ctx, ready, []byte{9, 0, 0}).Err(); err != nil { // unknown version
 			t.Fatal(err)
 		}
-		if err := strs.Offer(ctx, "a string, not an order"); err != nil {
+		if _, err := strs.Offer(ctx, "a string, not an order"); err != nil {
 			t.Fatal(err)
 		}
 		orders := blocking.New[order](rdb, name)
 		defer orders.Close()
-		if err := orders.Offer(ctx, order{ID: "good"}); err != nil {
+		if _, err := orders.Offer(ctx, order{ID: "good"}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -305,8 +307,11 @@ func TestPoisonIsDeadLettered(t *testing.T) {
 		if err != nil || got.ID != "good" {
 			t.Fatalf("Take = %+v, %v; want the good order", got, err)
 		}
-		if n, err := rdb.LLen(ctx, dead).Result(); err != nil || n != 3 {
-			t.Fatalf("dead letters = %d, %v; want 3", n, err)
+		if n, err := rdb.LLen(ctx, dead).Result(); err != nil || n != 2 {
+			t.Fatalf("dead letters = %d, %v; want 2", n, err)
+		}
+		if n, err := rdb.ZCard(ctx, redistest.KeysOf(name).Retry).Result(); err != nil || n != 1 {
+			t.Fatalf("retries = %d, %v; want the string, put back", n, err)
 		}
 	})
 }
@@ -315,7 +320,7 @@ func TestClose(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		q := blocking.New[int](rdb, redistest.QueueName(t))
-		if err := q.Offer(ctx, 1); err != nil {
+		if _, err := q.Offer(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.Take(ctx); err != nil { // starts the transfer
@@ -330,7 +335,7 @@ func TestClose(t *testing.T) {
 		if _, err := q.Take(ctx); !errors.Is(err, blocking.ErrClosed) {
 			t.Fatalf("Take after Close = %v", err)
 		}
-		if err := q.Offer(ctx, 1); !errors.Is(err, blocking.ErrClosed) {
+		if _, err := q.Offer(ctx, 1); !errors.Is(err, blocking.ErrClosed) {
 			t.Fatalf("Offer after Close = %v", err)
 		}
 	})
@@ -364,7 +369,7 @@ func TestConcurrentTakers(t *testing.T) {
 			})
 		}
 		for i := range n {
-			if err := q.Offer(ctx, i); err != nil {
+			if _, err := q.Offer(ctx, i); err != nil {
 				t.Fatal(err)
 			}
 		}

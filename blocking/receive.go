@@ -2,44 +2,74 @@ package blocking
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"strconv"
+	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/queue"
+	"github.com/redelay/redelay/internal/store"
+)
+
+const (
+	settleLost = lua.SettleLeaseLost
+	settleDead = lua.SettleDead
 )
 
 // Delivery is an item received with [Queue.Receive]: the value and its
 // metadata, leased to the receiver until it calls Ack or Nack or the
 // visibility timeout passes.
 type Delivery[T any] struct {
-	ID         string            // the item's ID (generated, or delayed.WithID)
+	ID         string            // the item's ID (generated, or given with WithID)
 	Value      T                 // the decoded value
 	Attempt    int               // 1 on first delivery, +1 on each redelivery
 	EnqueuedAt time.Time         // when it was first offered (Redis server clock)
 	DueAt      time.Time         // when it became due (Redis server clock)
-	Headers    map[string]string // metadata; HeaderError holds the last failure
+	Headers    map[string]string // the producer's headers; HeaderError holds the last failure
 
 	q     *Queue[T]
 	token string
-	env   envelope.Envelope
+
+	mu sync.Mutex
+	// held is how long the lease surely lasts on this machine's clock: the
+	// time just before the call that leased or extended it was sent, plus
+	// its duration. Redis ends a lease only after its deadline, so a lease
+	// found gone before held was settled by an earlier send of the same
+	// settlement (go-redis resent it after a lost reply): that is success.
+	held  time.Time
+	state deliveryState
 }
+
+type deliveryState int
+
+const (
+	leased   deliveryState = iota
+	settled                // acked, nacked or dead-lettered by this process
+	released               // given back by Consume (shutdown)
+	lost                   // found gone
+)
 
 // Receive waits for the oldest ready item and leases it to the caller for
 // the visibility timeout (WithVisibilityTimeout): delivery is at least once.
 // Settle it with Ack when done, or Nack to retry later; if neither happens
 // in time, the item becomes ready again with Attempt+1. When ctx ends,
-// Receive returns ctx.Err() (test with errors.Is).
+// Receive returns ctx.Err() (test with errors.Is), and ErrClosed when the
+// queue closes meanwhile; a lease it was being given is handed back.
 //
-// Items that cannot be decoded are moved to the dead letters with the reason
-// and logged; Receive goes on to the next one.
+// Waiting costs Redis no writes, and each ready item wakes one waiting
+// receiver. An item whose reply is lost with the connection is not lost:
+// it is leased (and comes back after the visibility timeout) or stays
+// claimed (and comes back after about 30 s).
+//
+// Bytes that are no envelope are moved to the dead letters and logged; an
+// item that cannot be decoded (a value of another type, or an envelope
+// version this release does not read) is given back for a retry after the
+// default backoff, counted as a failed attempt, with the reason in its
+// HeaderError. Receive goes on to the next item.
 func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
-	ds, err := q.receive(ctx, 1)
+	ds, err := q.receive(ctx, 1, DefaultBackoff)
 	if err != nil {
 		return nil, err
 	}
@@ -50,228 +80,337 @@ func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
 const maxReceive = 256
 
 // receive waits until it can lease at least one item, and leases up to max
-// in one script call.
-func (q *Queue[T]) receive(ctx context.Context, max int) ([]*Delivery[T], error) {
-	if err := q.core.StartTransfer(); err != nil {
+// in one script call. backoff sets the retry of items that fail to decode.
+func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.Duration) ([]*Delivery[T], error) {
+	if err := q.core.StartBackground(ctx); err != nil {
 		return nil, err
 	}
-	cmdCtx := context.WithoutCancel(ctx) // see pop: never abandon a reply
-	k := q.core.Keys
 	start := time.Now()
+	var claimed []byte
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
-		}
-		res, err := lua.Receive.Run(cmdCtx, q.core.RDB,
-			[]string{k.Ready, k.Leases, k.Inflight, k.Seq, k.DeadReady},
-			q.core.Cfg.Visibility.Milliseconds(), min(max, maxReceive)).StringSlice()
-		if errors.Is(err, redis.Nil) {
-			if err := q.waitReady(cmdCtx, q.core.BlockFor(ctx)); err != nil {
-				return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
-			}
-			continue
-		}
+		ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff)
 		if err != nil {
 			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
-		}
-		if len(res)%2 != 0 {
-			return nil, fmt.Errorf("receive %s: unexpected reply of %d values", q.Name(), len(res))
-		}
-		ds := make([]*Delivery[T], 0, len(res)/2)
-		for i := 0; i < len(res); i += 2 {
-			token, raw := res[i], res[i+1]
-			if token == "" {
-				q.core.Cfg.Logger.Warn("redelay: unreadable item moved to dead letters",
-					"queue", q.Name(), "reason", raw, "dead_letter_list", k.DeadReady)
-				continue
-			}
-			d, err := q.delivery(token, []byte(raw))
-			if err != nil {
-				q.buryUndecodable(cmdCtx, token, []byte(raw), err)
-				continue
-			}
-			q.core.Tel.Received(ctx, start, d.ID, d.Attempt, d.DueAt, d.Headers)
-			ds = append(ds, d)
 		}
 		if len(ds) > 0 {
 			return ds, nil
 		}
+		block := q.core.Store.Client().Block(ctx)
+		claimed, err = queue.Wait(ctx, q.core, func(ctx context.Context) ([]byte, error) {
+			return q.core.Store.WaitClaim(ctx, block)
+		}, q.unclaimLate)
+		if err != nil {
+			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
+		}
 	}
 }
 
-// waitReady blocks (one short block at most) until the ready list holds an
-// item, without taking it: BLMOVE from the list's tail to its tail is a
-// no-op rotation that returns once an element exists.
-func (q *Queue[T]) waitReady(ctx context.Context, block time.Duration) error {
-	ready := q.core.Keys.Ready
-	secs := strconv.FormatFloat(block.Seconds(), 'f', 3, 64)
-	err := q.core.RDB.Do(ctx, "BLMOVE", ready, ready, "RIGHT", "RIGHT", secs).Err()
-	if errors.Is(err, redis.Nil) {
-		return nil
-	}
-	return err
-}
-
-func (q *Queue[T]) delivery(token string, raw []byte) (*Delivery[T], error) {
-	e, err := envelope.Unmarshal(raw)
+// lease runs one receive script call; nil when nothing was ready.
+func (q *Queue[T]) lease(ctx context.Context, n int, claimed []byte, start time.Time, backoff func(int) time.Duration) ([]*Delivery[T], error) {
+	vis := q.core.Cfg.Visibility
+	prefix := queue.NewToken()
+	sent := time.Now()
+	res, err := queue.Wait(ctx, q.core, func(ctx context.Context) ([]store.Leased, error) {
+		return q.core.Store.Lease(ctx, vis, n, prefix, claimed)
+	}, q.releaseLate)
 	if err != nil {
 		return nil, err
 	}
+	ds := make([]*Delivery[T], 0, len(res))
+	for _, r := range res {
+		if r.Token == "" {
+			q.core.Tel.DeadLettered(ctx, 1)
+			q.core.Cfg.Logger.Warn("redelay: bytes that are no envelope moved to the dead letters",
+				"queue", q.Name(), "reason", string(r.Data), "dead_letter_list", q.core.Keys.DeadReady)
+			continue
+		}
+		d, err := q.delivery(r.Token, r.Data, sent.Add(vis))
+		if err != nil {
+			q.failReceived(ctx, d, err, backoff)
+			continue
+		}
+		q.core.Tel.Received(ctx, start, d.ID, d.Attempt, d.DueAt, d.Headers)
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
+// releaseLate gives back leases made after their caller left.
+func (q *Queue[T]) releaseLate(res []store.Leased, err error) {
+	if err != nil {
+		return
+	}
+	var tokens []string
+	for _, r := range res {
+		if r.Token != "" {
+			tokens = append(tokens, r.Token)
+		}
+	}
+	if len(tokens) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := q.core.Store.Release(ctx, tokens); err != nil {
+		q.core.Cfg.Logger.Warn("redelay: could not give back items leased after their caller left; they return after the visibility timeout",
+			"queue", q.Name(), "items", len(tokens), "err", err)
+	}
+}
+
+// delivery decodes a leased envelope. On a decode error it still returns
+// the delivery (without its value), to be failed.
+func (q *Queue[T]) delivery(token string, raw []byte, held time.Time) (*Delivery[T], error) {
+	d := &Delivery[T]{q: q, token: token, held: held}
+	e, err := q.core.Decode(raw)
+	if err != nil {
+		d.ID, _ = envelope.PeekID(raw)
+		d.Attempt = envelope.Attempt(raw) + 1
+		return d, err
+	}
 	// A leased envelope counts the deliveries before this one.
 	e.Attempt++
-	d := &Delivery[T]{
-		ID: e.ID, Attempt: e.Attempt, EnqueuedAt: e.EnqueuedAt, DueAt: e.DueAt,
-		Headers: maps.Clone(e.Headers), q: q, token: token, env: e,
-	}
+	d.ID, d.Attempt, d.EnqueuedAt, d.DueAt = e.ID, e.Attempt, e.EnqueuedAt, e.DueAt
+	d.Headers = maps.Clone(e.Headers)
 	if err := q.core.Cfg.Codec.Unmarshal(e.Payload, &d.Value); err != nil {
-		return nil, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
+		return d, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
 	}
 	return d, nil
 }
 
-// buryUndecodable dead-letters a leased item that Go cannot decode, with the
-// reason in its headers when the envelope itself is readable.
-func (q *Queue[T]) buryUndecodable(ctx context.Context, token string, raw []byte, reason error) {
-	out, id := envelope.WithError(raw, reason.Error())
-	log := q.core.Cfg.Logger.With("queue", q.Name(), "id", id, "reason", reason.Error())
-	if _, err := q.settle(ctx, token, out, "dead", 0, id); err != nil {
-		// The lease stays; the reclaimer makes the item ready again and the
-		// next receiver tries once more, until its attempts run out.
-		log.Error("redelay: undecodable item could not be dead-lettered", "err", err)
-		return
+// failReceived settles a leased item Go cannot decode as a failed attempt:
+// retried after the backoff, with the reason in its headers, and
+// dead-lettered after the last attempt. A newer producer's envelope or a
+// consumer of the wrong type then does not empty the queue into the dead
+// letters; the error is logged.
+func (q *Queue[T]) failReceived(ctx context.Context, d *Delivery[T], reason error, backoff func(int) time.Duration) {
+	log := q.core.Cfg.Logger.With("queue", q.Name(), "id", d.ID, "attempt", d.Attempt, "reason", reason.Error())
+	status, maxAttempts, err := q.settle(context.WithoutCancel(ctx), store.Settle{
+		Token: d.token, Reason: reason.Error(), Attempt: d.Attempt, Delay: safeDelay(backoff, d.Attempt),
+	})
+	switch {
+	case err != nil:
+		// The lease stays; it expires and the item comes back.
+		log.Error("redelay: could not give back an item that could not be decoded; it returns after the visibility timeout", "err", err)
+	case status == settleDead:
+		q.core.Tel.DeadLettered(ctx, 1)
+		log.Warn("redelay: an item that could not be decoded was dead-lettered after its last attempt", "max_attempts", maxAttempts)
+	case status != settleLost:
+		q.core.Tel.Nacked(ctx)
+		log.Warn("redelay: an item that could not be decoded will be retried (is this consumer older than its producers, or of another type?)")
 	}
-	q.core.Tel.DeadLettered(ctx, 1)
-	log.Warn("redelay: undecodable item moved to dead letters")
 }
 
-// settle runs nack.lua: mode "retry" (due after delay) or "dead".
-func (q *Queue[T]) settle(ctx context.Context, token string, env []byte, mode string, delay time.Duration, id string) (int64, error) {
-	k := q.core.Keys
-	return lua.Nack.Run(ctx, q.core.RDB,
-		[]string{k.Leases, k.Inflight, k.Delayed, k.Items, k.Seq, k.Ready, k.DeadReady},
-		token, env, mode, delay.Microseconds(), id, k.Wake).Int64()
+// settle runs settle.lua with the queue's max attempts as the fallback.
+func (q *Queue[T]) settle(ctx context.Context, s store.Settle) (status, maxAttempts int64, err error) {
+	s.MaxAttempts = q.core.Cfg.MaxAttempts
+	type result struct{ status, max int64 }
+	r, err := queue.Call(ctx, q.core, func(ctx context.Context) (result, error) {
+		st, max, err := q.core.Store.Settle(ctx, s)
+		return result{st, max}, err
+	}, nil)
+	return r.status, r.max, err
+}
+
+// begin marks the start of a settlement: it fails when this process
+// already settled the delivery, gave it back, or found its lease gone.
+func (d *Delivery[T]) begin(op string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.state != leased {
+		return fmt.Errorf("%s %s in %s: %w", op, d.ID, d.q.Name(), ErrLeaseLost)
+	}
+	return nil
+}
+
+// end records a settlement's outcome. found is whether Redis still held
+// the lease; when it did not but the lease surely had not expired, an
+// earlier send of this settlement did it.
+func (d *Delivery[T]) end(op string, found bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if found || time.Now().Before(d.held) {
+		d.state = settled
+		return nil
+	}
+	d.state = lost
+	return fmt.Errorf("%s %s in %s: %w", op, d.ID, d.q.Name(), ErrLeaseLost)
+}
+
+// isSettled reports whether the delivery is no longer leased by us.
+func (d *Delivery[T]) isSettled() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state != leased
 }
 
 // Ack marks the delivery done: the item is gone for good. It returns an
 // error wrapping [ErrLeaseLost] if the lease was lost first (and then the
-// item may be delivered again, or already was).
+// item may be delivered again, or already was), or if the delivery was
+// already settled. Ack is idempotent on resend: a reply lost and the
+// command sent again does not turn a done ack into ErrLeaseLost.
 func (d *Delivery[T]) Ack(ctx context.Context) error {
 	return d.q.ackAll(ctx, []*Delivery[T]{d})[0]
 }
 
 // ackAll acks deliveries of q in one round trip, and returns each one's
-// result. Two plain commands per delivery, no script: removing the inflight
-// entry is the ack; the lease entry is only an index, and one left behind
-// by a crash between the two is dropped by the reclaimer.
+// result.
 func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
-	k := q.core.Keys
-	ctx = context.WithoutCancel(ctx)
-	dels := make([]*redis.IntCmd, len(ds))
-	_, err := q.core.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, d := range ds {
-			dels[i] = p.HDel(ctx, k.Inflight, d.token)
-			p.ZRem(ctx, k.Leases, d.token)
-		}
-		return nil
-	})
 	errs := make([]error, len(ds))
-	acked := 0
-	defer func() { q.core.Tel.Acked(ctx, acked) }()
+	tokens := make([]string, 0, len(ds))
+	live := make([]int, 0, len(ds))
 	for i, d := range ds {
-		switch {
-		case dels[i].Err() != nil:
-			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), dels[i].Err())
-		case err != nil && dels[i].Val() == 0:
-			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), err)
-		case dels[i].Val() == 0:
-			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), ErrLeaseLost)
-		default:
-			acked++
+		if errs[i] = d.begin("ack"); errs[i] == nil {
+			tokens = append(tokens, d.token)
+			live = append(live, i)
 		}
 	}
+	if len(tokens) == 0 {
+		return errs
+	}
+	type result struct {
+		held []bool
+		errs []error
+	}
+	r, err := queue.Call(ctx, q.core, func(ctx context.Context) (result, error) {
+		held, errs := q.core.Store.Ack(ctx, tokens)
+		return result{held, errs}, nil
+	}, nil)
+	acked := 0
+	for j, i := range live {
+		d := ds[i]
+		switch {
+		case err != nil:
+			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), err)
+		case r.errs[j] != nil:
+			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), r.errs[j])
+		default:
+			if errs[i] = d.end("ack", r.held[j]); errs[i] == nil {
+				acked++
+			}
+		}
+	}
+	q.core.Tel.Acked(ctx, acked)
 	return errs
 }
 
 // Nack gives the item back: it becomes ready again after delay, and its
 // next delivery has Attempt+1. If this was its last allowed attempt
 // (WithMaxAttempts), it goes to the dead letters instead. [WithReason]
-// records why. Returns an error wrapping [ErrLeaseLost] if the lease was
-// lost first; nothing changes then.
+// records why. It returns an error wrapping [ErrLeaseLost] if the lease
+// was lost first or the delivery was already settled; nothing changes
+// then. A negative delay returns [ErrInvalidArgument].
 func (d *Delivery[T]) Nack(ctx context.Context, delay time.Duration, opts ...NackOption) error {
-	reason := "nacked"
+	var o nackOptions
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&reason)
+			opt(&o)
 		}
 	}
-	return d.nack(ctx, delay, reason)
+	if err := queue.CheckDelay("delay", delay); err != nil {
+		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), err)
+	}
+	reason := "nacked"
+	if o.reason != nil {
+		reason = o.reason.Error()
+	}
+	return d.nack(ctx, delay, reason, false)
 }
 
 // NackOption configures one Nack.
-type NackOption func(reason *string)
+type NackOption func(*nackOptions)
+
+type nackOptions struct {
+	reason error
+}
 
 // WithReason records why a delivery failed: err's text goes into the item's
 // Headers[HeaderError], seen by its next receiver and kept in the dead
 // letters if this was its last attempt. Default "nacked".
 func WithReason(err error) NackOption {
-	return func(reason *string) {
-		if err != nil {
-			*reason = err.Error()
-		}
-	}
+	return func(o *nackOptions) { o.reason = err }
 }
 
-func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string) error {
-	if delay < 0 {
-		return fmt.Errorf("nack %s in %s: negative delay %v", d.ID, d.q.Name(), delay)
+// nack settles a failed delivery: a retry after delay, or the dead letters
+// (dead, or the last attempt).
+func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string, dead bool) error {
+	if err := d.begin("nack"); err != nil {
+		return err
 	}
-	e := d.env
-	e.Headers = withHeader(e.Headers, HeaderError, reason)
-	mode := "retry"
-	if d.Attempt >= d.q.core.Cfg.MaxAttempts {
-		mode = "dead"
-		e.Headers[HeaderError] = fmt.Sprintf("%s (attempt %d of %d)", reason, d.Attempt, d.q.core.Cfg.MaxAttempts)
-	}
-	n, err := d.q.settle(context.WithoutCancel(ctx), d.token, e.Marshal(), mode, delay, d.ID)
+	status, maxAttempts, err := d.q.settle(ctx, store.Settle{
+		Token: d.token, Reason: reason, Dead: dead, Delay: delay, Attempt: d.Attempt,
+	})
 	if err != nil {
 		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), err)
 	}
-	if n == lua.NackLeaseLost {
-		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), ErrLeaseLost)
+	if err := d.end("nack", status != settleLost); err != nil {
+		return err
 	}
-	if n != lua.NackDead {
-		d.q.core.Tel.Nacked(ctx)
-	} else {
+	switch {
+	case status == settleDead:
 		d.q.core.Tel.DeadLettered(ctx, 1)
-		d.q.core.Cfg.Logger.Warn("redelay: item dead-lettered after its last attempt",
-			"queue", d.q.Name(), "id", d.ID, "attempt", d.Attempt, "error", reason)
+		d.q.core.Cfg.Logger.Warn("redelay: item dead-lettered",
+			"queue", d.q.Name(), "id", d.ID, "attempt", d.Attempt, "max_attempts", maxAttempts, "error", reason)
+	case status != settleLost:
+		d.q.core.Tel.Nacked(ctx)
 	}
 	return nil
 }
 
-// Extend keeps the item leased for d more from now (not added to the
-// current deadline). Consume calls it for you while a handler runs. Returns
-// an error wrapping [ErrLeaseLost] if the lease was already lost.
+// Extend keeps the item leased for by more from now (not added to the
+// current deadline). Consume calls it for you while a handler runs. It
+// returns an error wrapping [ErrLeaseLost] if the lease was already lost or
+// the delivery settled, and [ErrInvalidArgument] for a non-positive or
+// out-of-range duration.
 func (d *Delivery[T]) Extend(ctx context.Context, by time.Duration) error {
-	if by <= 0 {
-		return fmt.Errorf("extend %s in %s: non-positive duration %v", d.ID, d.q.Name(), by)
+	if by <= 0 || by > maxVisibility {
+		return fmt.Errorf("extend %s in %s: duration %v out of range (0, 1 year]: %w", d.ID, d.q.Name(), by, ErrInvalidArgument)
 	}
-	k := d.q.core.Keys
-	n, err := lua.Extend.Run(context.WithoutCancel(ctx), d.q.core.RDB, []string{k.Leases, k.Inflight}, d.token, by.Milliseconds()).Int64()
+	if err := d.begin("extend"); err != nil {
+		return err
+	}
+	held, err := d.q.extend(ctx, by, []*Delivery[T]{d})
 	if err != nil {
 		return fmt.Errorf("extend %s in %s: %w", d.ID, d.q.Name(), err)
 	}
-	if n == 0 {
+	if !held[0] {
 		return fmt.Errorf("extend %s in %s: %w", d.ID, d.q.Name(), ErrLeaseLost)
 	}
 	return nil
 }
 
-func withHeader(h map[string]string, k, v string) map[string]string {
-	h = maps.Clone(h)
-	if h == nil {
-		h = map[string]string{}
+// extend extends the leases of ds in one call and returns which were still
+// held; those that were not are marked lost.
+func (q *Queue[T]) extend(ctx context.Context, by time.Duration, ds []*Delivery[T]) ([]bool, error) {
+	tokens := make([]string, len(ds))
+	for i, d := range ds {
+		tokens[i] = d.token
 	}
-	h[k] = v
-	return h
+	sent := time.Now()
+	held, err := queue.Call(ctx, q.core, func(ctx context.Context) ([]bool, error) {
+		return q.core.Store.Extend(ctx, by, tokens)
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range ds {
+		d.mu.Lock()
+		switch {
+		case held[i]:
+			d.held = sent.Add(by)
+		case d.state == leased:
+			d.state = lost
+		}
+		d.mu.Unlock()
+	}
+	return held, nil
+}
+
+// safeDelay is backoff(attempt), with a negative or out-of-range result
+// taken as 0: a user's backoff function must not break settling.
+func safeDelay(backoff func(int) time.Duration, attempt int) time.Duration {
+	d := backoff(attempt)
+	if queue.CheckDelay("delay", d) != nil {
+		return 0
+	}
+	return d
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/redelay/redelay/internal/redistest"
 )
 
-func receiveWithin(t *testing.T, q *blocking.Queue[string], within time.Duration) *blocking.Delivery[string] {
+func receiveWithin[T any](t *testing.T, q *blocking.Queue[T], within time.Duration) *blocking.Delivery[T] {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -67,7 +67,7 @@ func TestReceiveAck(t *testing.T) {
 		q := blocking.New[string](rdb, name)
 		defer q.Close()
 		before := time.Now().Add(-time.Second)
-		if err := q.Offer(ctx, "job"); err != nil {
+		if _, err := q.Offer(ctx, "job"); err != nil {
 			t.Fatal(err)
 		}
 		d := receiveWithin(t, q, 5*time.Second)
@@ -102,7 +102,7 @@ func TestNackToDeadLettersAndRedrive(t *testing.T) {
 		ctx := context.Background()
 		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(3))
 		defer q.Close()
-		if err := q.Offer(ctx, "flaky"); err != nil {
+		if _, err := q.Offer(ctx, "flaky"); err != nil {
 			t.Fatal(err)
 		}
 		for attempt := 1; attempt <= 3; attempt++ {
@@ -163,7 +163,7 @@ func TestRedriveInBulk(t *testing.T) {
 		defer q.Close()
 		const n = 1200
 		for i := range n {
-			if err := q.Offer(ctx, fmt.Sprint(i)); err != nil {
+			if _, err := q.Offer(ctx, fmt.Sprint(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -196,7 +196,7 @@ func TestLeaseExpires(t *testing.T) {
 		ctx := context.Background()
 		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithVisibilityTimeout(300*time.Millisecond))
 		defer q.Close()
-		if err := q.Offer(ctx, "slow"); err != nil {
+		if _, err := q.Offer(ctx, "slow"); err != nil {
 			t.Fatal(err)
 		}
 		first := receiveWithin(t, q, 5*time.Second)
@@ -228,7 +228,7 @@ func TestExtendKeepsLease(t *testing.T) {
 		ctx := context.Background()
 		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithVisibilityTimeout(300*time.Millisecond))
 		defer q.Close()
-		if err := q.Offer(ctx, "long"); err != nil {
+		if _, err := q.Offer(ctx, "long"); err != nil {
 			t.Fatal(err)
 		}
 		d := receiveWithin(t, q, 5*time.Second)
@@ -266,7 +266,7 @@ func TestExpiredOnLastAttemptIsDeadLettered(t *testing.T) {
 		q := blocking.New[string](rdb, redistest.QueueName(t),
 			blocking.WithVisibilityTimeout(150*time.Millisecond), blocking.WithMaxAttempts(2))
 		defer q.Close()
-		if err := q.Offer(ctx, "hangs"); err != nil {
+		if _, err := q.Offer(ctx, "hangs"); err != nil {
 			t.Fatal(err)
 		}
 		receiveWithin(t, q, 5*time.Second)
@@ -284,22 +284,25 @@ func TestExpiredOnLastAttemptIsDeadLettered(t *testing.T) {
 	})
 }
 
-// Undecodable items are dead-lettered with the reason; Receive goes on.
+// Bytes that are no envelope go to the dead letters at once; an item of
+// another type is a failed attempt, retried later with the reason in its
+// headers. Receive goes on to the next item.
 func TestReceivePoison(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
-		if err := rdb.LPush(ctx, fmt.Sprintf("redelay:{%s}:ready", name), "garbage").Err(); err != nil {
+		k := redistest.KeysOf(name)
+		if err := rdb.LPush(ctx, k.Ready, "garbage").Err(); err != nil {
 			t.Fatal(err)
 		}
 		ints := blocking.New[int](rdb, name)
 		defer ints.Close()
-		if err := ints.Offer(ctx, 42); err != nil {
+		if _, err := ints.Offer(ctx, 42); err != nil {
 			t.Fatal(err)
 		}
 		q := blocking.New[string](rdb, name)
 		defer q.Close()
-		if err := q.Offer(ctx, "good"); err != nil {
+		if _, err := q.Offer(ctx, "good"); err != nil {
 			t.Fatal(err)
 		}
 		d := receiveWithin(t, q, 5*time.Second)
@@ -309,31 +312,39 @@ func TestReceivePoison(t *testing.T) {
 		if err := d.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
-		dead := q.DeadLetters()
-		if n, _ := dead.Size(ctx); n != 2 {
-			t.Fatalf("dead letters = %d, want 2", n)
+		if n, _ := q.DeadLetters().Size(ctx); n != 1 {
+			t.Fatalf("dead letters = %d, want 1 (the bytes that are no envelope)", n)
 		}
-		// The wrong-type item keeps its envelope and says why.
-		dead.Offer(ctx, "marker") // a readable item behind the two
-		seen := 0
-		for range 3 {
-			dd, err := dead.Receive(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen++
-			if dd.Value == "marker" {
-				_ = dd.Ack(ctx)
-				break
-			}
+		if raw, _ := rdb.LIndex(ctx, k.DeadReady, 0).Result(); raw != "garbage" {
+			t.Fatalf("dead letter = %q, want the bytes as they were", raw)
 		}
+		// The int is a retry, its failure counted and explained; a consumer
+		// of the right type gets it.
+		if n := keyLen(t, rdb, name, "retry"); n != 1 {
+			t.Fatalf("retries = %d, want 1", n)
+		}
+		if _, err := rdb.ZAdd(ctx, k.Retry, redis.Z{Score: 0, Member: mustZMember(t, rdb, k.Retry)}).Result(); err != nil {
+			t.Fatal(err) // due now
+		}
+		di := receiveWithin(t, ints, 5*time.Second)
+		if di.Value != 42 || di.Attempt != 2 || !strings.Contains(di.Headers[blocking.HeaderError], "decode") {
+			t.Fatalf("retried item = %d, attempt %d, error %q", di.Value, di.Attempt, di.Headers[blocking.HeaderError])
+		}
+		_ = di.Ack(ctx)
 		if n := keyLen(t, rdb, name, "leases"); n != 0 {
 			t.Fatalf("leases left behind: %d", n)
 		}
-		if n := keyLen(t, rdb, name, "dead:dead:ready"); n != 2 {
-			t.Fatalf("poison re-dead-lettered from the dead-letter queue: %d (seen %d)", n, seen)
-		}
 	})
+}
+
+// mustZMember returns the only member of a sorted set.
+func mustZMember(t *testing.T, rdb redis.UniversalClient, key string) string {
+	t.Helper()
+	ms, err := rdb.ZRange(context.Background(), key, 0, -1).Result()
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("ZRANGE %s = %q, %v", key, ms, err)
+	}
+	return ms[0]
 }
 
 func TestInvalidOptionsAtLeastOnce(t *testing.T) {
@@ -354,8 +365,8 @@ func TestInvalidOptionsAtLeastOnce(t *testing.T) {
 		"backoff":     q.Consume(context.Background(), h, blocking.WithBackoff(nil)),
 		"handler":     q.Consume(context.Background(), nil),
 	} {
-		if !errors.Is(err, blocking.ErrInvalidQueue) {
-			t.Errorf("%s: Consume = %v", name, err)
+		if !errors.Is(err, blocking.ErrInvalidArgument) || errors.Is(err, blocking.ErrInvalidQueue) {
+			t.Errorf("%s: Consume = %v, want ErrInvalidArgument", name, err)
 		}
 	}
 }
@@ -365,7 +376,7 @@ func TestCloseClosesDeadLetterChain(t *testing.T) {
 	rdb := redistest.Standalone(t)
 	ctx := context.Background()
 	q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(1))
-	if err := q.Offer(ctx, "x"); err != nil {
+	if _, err := q.Offer(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
 	if err := receiveWithin(t, q, 5*time.Second).Nack(ctx, 0); err != nil {

@@ -51,7 +51,7 @@ func ExampleCodec() {
 	q := blocking.New[Point](rdb, "points", blocking.WithCodec(gobCodec{}))
 	defer q.Close()
 
-	if err := q.Offer(ctx, Point{X: 3, Y: 4}); err != nil {
+	if _, err := q.Offer(ctx, Point{X: 3, Y: 4}); err != nil {
 		panic(err)
 	}
 	p, err := q.Take(ctx)

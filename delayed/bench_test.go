@@ -87,7 +87,7 @@ func benchOpen(tb testing.TB, rdb *redis.Client, opts ...delayed.Option) (*block
 	tb.Cleanup(func() {
 		_ = dq.Close()
 		_ = q.Close()
-		benchUnlink(rdb, q.Core().Keys)
+		benchUnlink(rdb, redistest.KeysOf(q.Name()))
 	})
 	return q, dq
 }
@@ -107,12 +107,12 @@ func benchEnvelopeSize(b *testing.B, rdb *redis.Client) int {
 	q := blocking.New[benchValue](rdb, redistest.QueueName(b))
 	defer func() {
 		_ = q.Close()
-		benchUnlink(rdb, q.Core().Keys)
+		benchUnlink(rdb, redistest.KeysOf(q.Name()))
 	}()
-	if err := q.Offer(ctx, newBenchValue(1)); err != nil {
+	if _, err := q.Offer(ctx, newBenchValue(1)); err != nil {
 		b.Fatal(err)
 	}
-	raw, err := rdb.LIndex(ctx, q.Core().Keys.Ready, 0).Bytes()
+	raw, err := rdb.LIndex(ctx, redistest.KeysOf(q.Name()).Ready, 0).Bytes()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func latenessRound(ctx context.Context, b *testing.B) []time.Duration {
 	defer func() {
 		_ = dq.Close()
 		_ = q.Close()
-		benchUnlink(rdb, q.Core().Keys)
+		benchUnlink(rdb, redistest.KeysOf(q.Name()))
 	}()
 
 	due := make([]time.Time, latenessItems)
@@ -491,7 +491,7 @@ func BenchmarkPaired(b *testing.B) {
 	// zadd returns a ZADD of a new member the size of an envelope, to a
 	// sorted set deleted with q.
 	zadd := func(b *testing.B, rdb *redis.Client, q *blocking.Queue[benchValue]) func() error {
-		zset := q.Core().Keys.Child("raw").Delayed
+		zset := redistest.KeysOf(q.Name()).Child("raw").Delayed
 		b.Cleanup(func() { _ = rdb.Unlink(ctx, zset).Err() })
 		buf := make([]byte, benchEnvelopeSize(b, rdb))
 		for i := range buf {

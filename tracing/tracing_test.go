@@ -156,7 +156,7 @@ func TestReceiveWithOwnSpanLinksProducer(t *testing.T) {
 	defer q.Close()
 
 	pctx, producer := b.tp.Tracer("test").Start(context.Background(), "producer")
-	if err := q.Offer(pctx, "x"); err != nil {
+	if _, err := q.Offer(pctx, "x"); err != nil {
 		t.Fatal(err)
 	}
 	producer.End()
@@ -188,7 +188,7 @@ func TestProcessSpans(t *testing.T) {
 	defer q.Close()
 
 	pctx, producer := b.tp.Tracer("test").Start(context.Background(), "request")
-	if err := q.Offer(pctx, "job"); err != nil {
+	if _, err := q.Offer(pctx, "job"); err != nil {
 		t.Fatal(err)
 	}
 	producer.End()
@@ -293,7 +293,7 @@ func TestMetrics(t *testing.T) {
 			_ = d.Nack(ctx, 0) // MaxAttempts 1: dead letters
 		}
 	}
-	if err := q.Offer(ctx, 100); err != nil { // one ready
+	if _, err := q.Offer(ctx, 100); err != nil { // one ready
 		t.Fatal(err)
 	}
 

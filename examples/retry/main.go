@@ -192,7 +192,7 @@ func run() error {
 
 	for _, w := range webhooks {
 		w.Run = runID
-		if err := q.Offer(ctx, w); err != nil {
+		if _, err := q.Offer(ctx, w); err != nil {
 			return err
 		}
 		logf("%s offered: %s to %s", w.ID, w.Event, host(w.URL))

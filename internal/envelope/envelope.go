@@ -2,31 +2,48 @@
 //
 // Every item stored in Redis is an envelope: a fixed 21-byte header that the
 // Lua scripts can read and patch without decoding the rest (times, attempt),
-// followed by variable-length fields written by Go:
+// followed by variable-length fields written by Go. Every version shares the
+// prefix below (the header, the ID and the headers), so a reader can read and
+// rewrite the ID and headers of any version, even one newer than it knows,
+// and keep the rest as it is:
 //
 //	offset  size  field
-//	0       1     version (1)
+//	0       1     version (1 or 2; every version is in 1..MaxVersion)
 //	1       8     enqueued at, Unix milliseconds, big-endian (Redis server clock)
 //	9       8     due at, Unix milliseconds, big-endian (Redis server clock)
 //	17      4     attempt, big-endian: deliveries that failed so far
 //	21      ...   uvarint len + ID
 //	        ...   uvarint count, then count × (uvarint len + key, uvarint len + value)
+//	              -- end of the shared prefix --
+//	v1:     ...   payload: the codec's bytes, to the end
+//	v2:     ...   uvarint count, then count × (uvarint tag, uvarint len + bytes): extensions
 //	        ...   payload: the codec's bytes, to the end
 //
+// Writers use the lowest version that holds the item: version 1 unless it
+// carries extensions. Readers skip extension tags they do not know.
+//
 // The layout is documented in docs/format.md. A reader must accept every
-// version it has ever written; an unknown version or a malformed envelope is
-// an error wrapping [ErrUnknownVersion] or [ErrCorrupt], never a panic.
+// version it has ever written; an unknown version is an error wrapping
+// [ErrUnknownVersion], bytes that are no envelope at all (see [IsEnvelope])
+// wrap [ErrNotEnvelope], a malformed envelope wraps [ErrCorrupt]; nothing
+// panics.
 package envelope
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 )
 
-// Version is the envelope version this package writes.
-const Version = 1
+// Version is the newest envelope version this package reads and writes.
+const Version = 2
+
+// MaxVersion is the highest version byte an envelope can ever have. A first
+// byte above it (or 0) means the bytes are not an envelope at all; a first
+// byte in Version+1..MaxVersion is an envelope from a newer writer.
+const MaxVersion = 15
 
 // HeaderLen is the size of the fixed header the Lua scripts patch.
 const HeaderLen = 21
@@ -44,12 +61,15 @@ const HeaderError = "redelay-error"
 
 // Limits that keep a corrupt length from allocating wildly.
 const (
-	maxHeaders = 1024
+	maxHeaders    = 1024
+	maxExtensions = 1024
 )
 
 var (
-	// ErrUnknownVersion means the envelope was written by a newer or foreign writer.
+	// ErrUnknownVersion means the envelope was written by a newer writer.
 	ErrUnknownVersion = errors.New("envelope: unknown version")
+	// ErrNotEnvelope means the bytes are not an envelope of any version.
+	ErrNotEnvelope = errors.New("envelope: not an envelope")
 	// ErrCorrupt means the bytes are not a well-formed envelope.
 	ErrCorrupt = errors.New("envelope: corrupt")
 )
@@ -61,18 +81,44 @@ type Envelope struct {
 	DueAt      time.Time // when the item may be delivered, Redis server clock
 	Attempt    int       // deliveries that failed (nacked, lease expired); the next delivery is Attempt+1
 	Headers    map[string]string
-	Payload    []byte
+	// Ext holds version-2 extension fields by tag. Tags a reader does not
+	// know are kept as they are. Nil or empty: the envelope is version 1.
+	Ext     map[uint64][]byte
+	Payload []byte
+	// version is the version read by Unmarshal (0 for a new envelope).
+	version byte
 }
 
-// Marshal encodes e. Times are written as Unix milliseconds; a zero time is
-// written as 0 (the offer script fills it in).
+// Version returns the version the envelope was read with, or the version
+// Marshal will write.
+func (e *Envelope) Version() int {
+	if e.version != 0 {
+		return int(e.version)
+	}
+	if len(e.Ext) > 0 {
+		return 2
+	}
+	return 1
+}
+
+// Marshal encodes e, as version 1 unless it has extensions. Times are
+// written as Unix milliseconds; a zero time is written as 0 (the offer
+// script fills it in).
 func (e *Envelope) Marshal() []byte {
 	n := HeaderLen + binary.MaxVarintLen64 + len(e.ID) + binary.MaxVarintLen64 + len(e.Payload)
 	for k, v := range e.Headers {
 		n += 2*binary.MaxVarintLen64 + len(k) + len(v)
 	}
+	version := byte(1)
+	if len(e.Ext) > 0 {
+		version = 2
+		n += binary.MaxVarintLen64
+		for _, v := range e.Ext {
+			n += 2*binary.MaxVarintLen64 + len(v)
+		}
+	}
 	b := make([]byte, HeaderLen, n)
-	b[0] = Version
+	b[0] = version
 	binary.BigEndian.PutUint64(b[offEnqueued:], uint64(ms(e.EnqueuedAt)))
 	binary.BigEndian.PutUint64(b[offDue:], uint64(ms(e.DueAt)))
 	binary.BigEndian.PutUint32(b[offAttempt:], uint32(max(e.Attempt, 0)))
@@ -82,65 +128,165 @@ func (e *Envelope) Marshal() []byte {
 		b = appendString(b, k)
 		b = appendString(b, v)
 	}
+	if version == 2 {
+		b = binary.AppendUvarint(b, uint64(len(e.Ext)))
+		for tag, v := range e.Ext {
+			b = binary.AppendUvarint(b, tag)
+			b = appendString(b, string(v))
+		}
+	}
 	return append(b, e.Payload...)
 }
 
-// Unmarshal decodes an envelope. Payload aliases b.
+// IsEnvelope reports whether b can be an envelope of some version, past or
+// future: a version byte in 1..MaxVersion and more than the fixed header.
+// The scripts apply the same test; bytes that fail it are dead-lettered
+// as they are.
+func IsEnvelope(b []byte) bool {
+	return len(b) > HeaderLen && b[0] >= 1 && b[0] <= MaxVersion
+}
+
+// Unmarshal decodes an envelope of version 1 or 2. Payload aliases b.
 func Unmarshal(b []byte) (Envelope, error) {
+	return UnmarshalUpTo(b, Version)
+}
+
+// UnmarshalUpTo decodes an envelope as a reader that knows versions up to
+// maxVersion would: a newer version wraps [ErrUnknownVersion]. Readers of
+// older releases are simulated this way in tests.
+func UnmarshalUpTo(b []byte, maxVersion int) (Envelope, error) {
 	var e Envelope
-	if len(b) == 0 {
-		return e, fmt.Errorf("%w: empty", ErrCorrupt)
-	}
-	if b[0] != Version {
-		return e, fmt.Errorf("%w: %d (this reader knows %d)", ErrUnknownVersion, b[0], Version)
-	}
-	if len(b) < HeaderLen {
-		return e, fmt.Errorf("%w: %d bytes, header needs %d", ErrCorrupt, len(b), HeaderLen)
-	}
-	e.EnqueuedAt = fromMs(binary.BigEndian.Uint64(b[offEnqueued:]))
-	e.DueAt = fromMs(binary.BigEndian.Uint64(b[offDue:]))
-	e.Attempt = int(binary.BigEndian.Uint32(b[offAttempt:]))
-	rest := b[HeaderLen:]
-	var err error
-	if e.ID, rest, err = readString(rest, "id"); err != nil {
+	rest, err := e.readPrefix(b)
+	if err != nil {
 		return Envelope{}, err
 	}
-	count, k := binary.Uvarint(rest)
-	if k <= 0 {
-		return Envelope{}, fmt.Errorf("%w: header count", ErrCorrupt)
+	if int(e.version) > min(maxVersion, Version) {
+		return Envelope{}, fmt.Errorf("%w: version %d (this reader knows up to %d)", ErrUnknownVersion, e.version, min(maxVersion, Version))
 	}
-	rest = rest[k:]
-	if count > maxHeaders || count > uint64(len(rest)) {
-		return Envelope{}, fmt.Errorf("%w: %d headers", ErrCorrupt, count)
-	}
-	if count > 0 {
-		e.Headers = make(map[string]string, count)
-		for range count {
-			var key, val string
-			if key, rest, err = readString(rest, "header key"); err != nil {
-				return Envelope{}, err
-			}
-			if val, rest, err = readString(rest, "header value"); err != nil {
-				return Envelope{}, err
-			}
-			e.Headers[key] = val
+	if e.version == 2 {
+		if rest, err = e.readExt(rest); err != nil {
+			return Envelope{}, err
 		}
 	}
 	e.Payload = rest
 	return e, nil
 }
 
-// PeekID returns the ID of an encoded envelope without decoding the rest.
-func PeekID(b []byte) (string, error) {
-	if len(b) == 0 || b[0] != Version {
-		_, err := Unmarshal(b)
-		return "", err
+// readPrefix decodes the part every version shares and returns the rest.
+func (e *Envelope) readPrefix(b []byte) ([]byte, error) {
+	if !IsEnvelope(b) {
+		switch {
+		case len(b) == 0:
+			return nil, fmt.Errorf("%w: empty", ErrNotEnvelope)
+		case b[0] == 0 || b[0] > MaxVersion:
+			return nil, fmt.Errorf("%w: first byte %d", ErrNotEnvelope, b[0])
+		default:
+			return nil, fmt.Errorf("%w: %d bytes, the header needs more than %d", ErrNotEnvelope, len(b), HeaderLen)
+		}
 	}
-	if len(b) < HeaderLen {
-		return "", fmt.Errorf("%w: short header", ErrCorrupt)
+	e.version = b[0]
+	e.EnqueuedAt = fromMs(binary.BigEndian.Uint64(b[offEnqueued:]))
+	e.DueAt = fromMs(binary.BigEndian.Uint64(b[offDue:]))
+	e.Attempt = int(binary.BigEndian.Uint32(b[offAttempt:]))
+	rest := b[HeaderLen:]
+	var err error
+	if e.ID, rest, err = readString(rest, "id"); err != nil {
+		return nil, err
+	}
+	count, k := binary.Uvarint(rest)
+	if k <= 0 {
+		return nil, fmt.Errorf("%w: header count", ErrCorrupt)
+	}
+	rest = rest[k:]
+	if count > maxHeaders || count > uint64(len(rest)) {
+		return nil, fmt.Errorf("%w: %d headers", ErrCorrupt, count)
+	}
+	if count > 0 {
+		e.Headers = make(map[string]string, count)
+		for range count {
+			var key, val string
+			if key, rest, err = readString(rest, "header key"); err != nil {
+				return nil, err
+			}
+			if val, rest, err = readString(rest, "header value"); err != nil {
+				return nil, err
+			}
+			e.Headers[key] = val
+		}
+	}
+	return rest, nil
+}
+
+// readExt decodes version 2's extension fields and returns the rest.
+func (e *Envelope) readExt(b []byte) ([]byte, error) {
+	count, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, fmt.Errorf("%w: extension count", ErrCorrupt)
+	}
+	rest := b[k:]
+	if count > maxExtensions || count > uint64(len(rest)) {
+		return nil, fmt.Errorf("%w: %d extensions", ErrCorrupt, count)
+	}
+	if count > 0 {
+		e.Ext = make(map[uint64][]byte, count)
+	}
+	for range count {
+		tag, k := binary.Uvarint(rest)
+		if k <= 0 {
+			return nil, fmt.Errorf("%w: extension tag", ErrCorrupt)
+		}
+		var v string
+		var err error
+		if v, rest, err = readString(rest[k:], "extension"); err != nil {
+			return nil, err
+		}
+		e.Ext[tag] = []byte(v)
+	}
+	return rest, nil
+}
+
+// PeekID returns the ID of an encoded envelope of any version without
+// decoding the rest.
+func PeekID(b []byte) (string, error) {
+	if !IsEnvelope(b) {
+		var e Envelope
+		_, err := e.readPrefix(b)
+		return "", err
 	}
 	id, _, err := readString(b[HeaderLen:], "id")
 	return id, err
+}
+
+// WithHeader returns raw with header key set to value, and the item's ID.
+// It works on every version (they share the prefix that holds the headers)
+// and keeps everything after the headers as it is. ok is false, and raw
+// comes back unchanged, when raw is not a readable envelope.
+func WithHeader(raw []byte, key, value string) (out []byte, id string, ok bool) {
+	var e Envelope
+	rest, err := e.readPrefix(raw)
+	if err != nil {
+		return raw, "", false
+	}
+	h := make(map[string]string, len(e.Headers)+1)
+	maps.Copy(h, e.Headers)
+	h[key] = value
+	b := make([]byte, HeaderLen, len(raw)+len(key)+len(value)+2*binary.MaxVarintLen64)
+	copy(b, raw[:HeaderLen])
+	b = appendString(b, e.ID)
+	b = binary.AppendUvarint(b, uint64(len(h)))
+	for k, v := range h {
+		b = appendString(b, k)
+		b = appendString(b, v)
+	}
+	return append(b, rest...), e.ID, true
+}
+
+// WithError returns raw with HeaderError set to reason, and the item's ID.
+// Bytes that are not a readable envelope come back unchanged, with no ID:
+// they are kept as they are for inspection.
+func WithError(raw []byte, reason string) (out []byte, id string) {
+	out, id, _ = WithHeader(raw, HeaderError, reason)
+	return out, id
 }
 
 func appendString(b []byte, s string) []byte {
@@ -171,27 +317,10 @@ func fromMs(v uint64) time.Time {
 	return time.UnixMilli(int64(v))
 }
 
-// WithError returns raw with HeaderError set to reason, and the item's ID.
-// Bytes that are not a readable envelope come back unchanged, with no ID:
-// they are kept as they are for inspection.
-func WithError(raw []byte, reason string) (out []byte, id string) {
-	e, err := Unmarshal(raw)
-	if err != nil {
-		return raw, ""
-	}
-	h := make(map[string]string, len(e.Headers)+1)
-	for k, v := range e.Headers {
-		h[k] = v
-	}
-	h[HeaderError] = reason
-	e.Headers = h
-	return e.Marshal(), e.ID
-}
-
-// Attempt reads the attempt counter of an encoded envelope from its fixed
-// header, or 0 when the bytes are not a readable version-1 header.
+// Attempt reads the attempt counter of an encoded envelope of any version
+// from its fixed header, or 0 when the bytes are not an envelope.
 func Attempt(raw []byte) int {
-	if len(raw) < HeaderLen || raw[0] != Version {
+	if !IsEnvelope(raw) {
 		return 0
 	}
 	return int(binary.BigEndian.Uint32(raw[offAttempt:]))

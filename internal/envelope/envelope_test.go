@@ -52,35 +52,99 @@ func TestErrors(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		"empty":          {nil, ErrCorrupt},
-		"version 0":      {[]byte{0}, ErrUnknownVersion},
-		"version 2":      {append([]byte{2}, good[1:]...), ErrUnknownVersion},
-		"short header":   {good[:10], ErrCorrupt},
-		"no id":          {good[:HeaderLen], ErrCorrupt},
-		"id too long":    {append(append([]byte{}, good[:HeaderLen]...), 0x7f, 'a'), ErrCorrupt},
-		"no count":       {good[:HeaderLen+3], ErrCorrupt},
-		"truncated kv":   {good[:HeaderLen+5], ErrCorrupt},
-		"huge count":     {append(append([]byte{}, good[:HeaderLen+3]...), 0xff, 0xff, 0x03), ErrCorrupt},
-		"varint overrun": {append(append([]byte{}, good[:HeaderLen]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), ErrCorrupt},
+		"empty":           {nil, ErrNotEnvelope},
+		"version 0":       {append([]byte{0}, good[1:]...), ErrNotEnvelope},
+		"version 16":      {append([]byte{16}, good[1:]...), ErrNotEnvelope},
+		"text":            {[]byte("hello, this is not an envelope at all"), ErrNotEnvelope},
+		"version 3":       {append([]byte{3}, good[1:]...), ErrUnknownVersion},
+		"version 15":      {append([]byte{15}, good[1:]...), ErrUnknownVersion},
+		"short header":    {good[:10], ErrNotEnvelope},
+		"header only":     {good[:HeaderLen], ErrNotEnvelope},
+		"id too long":     {append(append([]byte{}, good[:HeaderLen]...), 0x7f, 'a'), ErrCorrupt},
+		"no count":        {good[:HeaderLen+3], ErrCorrupt},
+		"truncated kv":    {good[:HeaderLen+5], ErrCorrupt},
+		"huge count":      {append(append([]byte{}, good[:HeaderLen+3]...), 0xff, 0xff, 0x03), ErrCorrupt},
+		"varint overrun":  {append(append([]byte{}, good[:HeaderLen]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), ErrCorrupt},
+		"v2 no ext count": {append([]byte{2}, good[1:len(good)-1]...), ErrCorrupt},
 	}
 	for name, c := range cases {
 		if _, err := Unmarshal(c.b); !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", name, err, c.want)
 		}
-		if _, err := PeekID(c.b); err == nil && c.want == ErrUnknownVersion {
-			t.Errorf("%s: PeekID accepted a bad version", name)
+		if errors.Is(c.want, ErrNotEnvelope) != !IsEnvelope(c.b) {
+			t.Errorf("%s: IsEnvelope = %v", name, IsEnvelope(c.b))
 		}
+	}
+}
+
+// Version 2 adds extension fields; a reader skips tags it does not know.
+func TestVersion2(t *testing.T) {
+	e := Envelope{ID: "x", Attempt: 2, Headers: map[string]string{"h": "v"},
+		Ext: map[uint64][]byte{1: []byte("one"), 999: {}}, Payload: []byte("payload")}
+	b := e.Marshal()
+	if b[0] != 2 {
+		t.Fatalf("version byte %d, want 2 for an envelope with extensions", b[0])
+	}
+	got, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version() != 2 || got.ID != "x" || string(got.Ext[1]) != "one" || len(got.Ext) != 2 || string(got.Payload) != "payload" {
+		t.Fatalf("got %+v", got)
+	}
+	if (&Envelope{ID: "x"}).Marshal()[0] != 1 {
+		t.Fatal("an envelope without extensions is not written as version 1")
+	}
+	// A version-1 reader refuses it as a newer version, not as corrupt.
+	if _, err := UnmarshalUpTo(b, 1); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("a version-1 reader: %v, want ErrUnknownVersion", err)
+	}
+}
+
+// Every version shares the prefix with the ID and the headers: a reader can
+// set a header on an envelope of a version it does not know, and keep the
+// rest as it is, so that a newer reader still reads all of it.
+func TestWithHeaderKeepsUnknownVersions(t *testing.T) {
+	e := Envelope{ID: "x", Attempt: 4, Headers: map[string]string{"a": "b"},
+		Ext: map[uint64][]byte{7: []byte("seven")}, Payload: []byte("payload")}
+	v2 := e.Marshal()
+	future := append([]byte{9}, v2[1:]...) // a version no reader knows
+	for name, raw := range map[string][]byte{"v1": (&Envelope{ID: "x", Attempt: 4, Payload: []byte("payload")}).Marshal(), "v2": v2, "v9": future} {
+		out, id, ok := WithHeader(raw, HeaderError, "boom")
+		if !ok || id != "x" || out[0] != raw[0] || Attempt(out) != 4 {
+			t.Fatalf("%s: WithHeader = ok %v, id %q, version %d, attempt %d", name, ok, id, out[0], Attempt(out))
+		}
+		if out[0] > Version {
+			out[0] = 2 // read it as the v2 it was built from
+		}
+		got, err := Unmarshal(out)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.Headers[HeaderError] != "boom" || string(got.Payload) != "payload" {
+			t.Fatalf("%s: got %+v", name, got)
+		}
+		if raw[0] != 1 && string(got.Ext[7]) != "seven" {
+			t.Fatalf("%s: extension lost: %+v", name, got.Ext)
+		}
+	}
+	if out, _, ok := WithHeader([]byte("not an envelope, just text"), HeaderError, "x"); ok || string(out) != "not an envelope, just text" {
+		t.Fatal("WithHeader changed bytes that are no envelope")
 	}
 }
 
 func FuzzUnmarshal(f *testing.F) {
 	f.Add((&Envelope{ID: "seed", Attempt: 1, Headers: map[string]string{"a": "b"}, Payload: []byte("x")}).Marshal())
+	f.Add((&Envelope{ID: "seed", Ext: map[uint64][]byte{3: []byte("e")}, Payload: []byte("x")}).Marshal())
 	f.Add([]byte{1})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if out, _, ok := WithHeader(b, HeaderError, "x"); ok != IsEnvelope(b) && ok {
+			t.Fatalf("WithHeader accepted bytes IsEnvelope refuses: %q", out)
+		}
 		e, err := Unmarshal(b)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownVersion) {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownVersion) && !errors.Is(err, ErrNotEnvelope) {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
 			return
@@ -90,7 +154,7 @@ func FuzzUnmarshal(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encode failed: %v", err)
 		}
-		if again.ID != e.ID || again.Attempt != e.Attempt || !bytes.Equal(again.Payload, e.Payload) || len(again.Headers) != len(e.Headers) {
+		if again.ID != e.ID || again.Attempt != e.Attempt || !bytes.Equal(again.Payload, e.Payload) || len(again.Headers) != len(e.Headers) || len(again.Ext) != len(e.Ext) {
 			t.Fatalf("re-encode mismatch: %+v vs %+v", again, e)
 		}
 		if id, err := PeekID(b); err != nil || id != e.ID {

@@ -4,13 +4,18 @@
 // Every key of a queue named N carries the hash tag {N}, so all of them live
 // in one Redis Cluster slot and every script touches a single slot:
 //
-//	redelay:{N}:ready     LIST   items ready to take (pushed left, popped right)
-//	redelay:{N}:delayed   ZSET   member seq(6 bytes)+ID, score due time in Unix µs
-//	redelay:{N}:items     HASH   ID -> seq(6 bytes)+envelope, for delayed items
-//	redelay:{N}:seq       STRING offer counter, orders ties by offer order
-//	redelay:{N}:leases    ZSET   lease token -> lease deadline in Unix ms
-//	redelay:{N}:inflight  HASH   lease token -> envelope of a received item
-//	redelay:{N}:wake      pub/sub channel (not a key): earliest due time changed
+//	redelay:{N}:ready         LIST   items ready to take (pushed left, popped right)
+//	redelay:{N}:delayed       ZSET   member seq(6 bytes)+ID, score due time in Unix µs
+//	redelay:{N}:items         HASH   ID -> seq(6 bytes)+envelope, for delayed items
+//	redelay:{N}:seq           STRING offer counter, orders ties by offer order
+//	redelay:{N}:retry         ZSET   member len+nonce+envelope, score due time in Unix µs
+//	redelay:{N}:leases        ZSET   lease token -> lease deadline in Unix ms
+//	redelay:{N}:inflight      HASH   lease token -> envelope of a received item
+//	redelay:{N}:claimed       LIST   items a waiting consumer popped, not yet leased or taken
+//	redelay:{N}:claimed:seen  HASH   envelope in claimed -> when the reclaimer first saw it (ms)
+//	redelay:{N}:meta          HASH   settings every process shares (max_attempts)
+//	redelay:{N}:lane:<L>      STRING the last offer call of lane L and its outcome (expires)
+//	redelay:{N}:wake          pub/sub channel (not a key): earliest due time changed
 //
 // A child queue (the dead letters of N) keeps the parent's tag:
 // redelay:{N}:dead:ready and so on.
@@ -38,8 +43,12 @@ type Queue struct {
 	Delayed  string
 	Items    string
 	Seq      string
+	Retry    string
 	Leases   string
 	Inflight string
+	Claimed  string
+	Seen     string
+	Meta     string
 	Wake     string // pub/sub channel
 	// DeadReady is the ready list of the dead-letter queue (Dead().Ready),
 	// built once: scripts on hot paths name it on every call.
@@ -66,6 +75,10 @@ func (q Queue) Child(sub string) Queue {
 // Dead returns the keys of q's dead-letter queue.
 func (q Queue) Dead() Queue { return q.Child("dead") }
 
+// Lane returns the key that records the last offer call sent on lane l (see
+// internal/lua/offer.lua): l names one producer's in-flight call slot.
+func (q Queue) Lane(l string) string { return q.base + ":lane:" + l }
+
 func build(name, tag, base string) Queue {
 	return Queue{
 		Name:      name,
@@ -73,8 +86,12 @@ func build(name, tag, base string) Queue {
 		Delayed:   base + ":delayed",
 		Items:     base + ":items",
 		Seq:       base + ":seq",
+		Retry:     base + ":retry",
 		Leases:    base + ":leases",
 		Inflight:  base + ":inflight",
+		Claimed:   base + ":claimed",
+		Seen:      base + ":claimed:seen",
+		Meta:      base + ":meta",
 		Wake:      base + ":wake",
 		DeadReady: base + ":dead:ready",
 		tag:       tag,

@@ -1,15 +1,23 @@
--- extend: move a lease's deadline to now + ARGV[2] ms.
+-- extend: move the deadlines of leases to now + ARGV[1] ms, one call for
+-- every lease a consumer holds. A lease that is gone is left alone.
 --
 -- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
 -- KEYS[2] -> redelay:{q}:inflight   HASH  token -> envelope
--- ARGV[1] -> lease token
--- ARGV[2] -> extension in ms, from now
+-- ARGV[1] -> extension in ms, from now
+-- ARGV[2..] -> lease tokens
 --
--- Output: the new deadline in ms, or 0 when the lease was lost.
+-- Output: the new deadline in ms, or 0 for a lease that was lost, one per
+-- token.
 
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then
-  return 0
+redis.call('ZCARD', KEYS[1]) -- type check before the first write
+local deadline = now_ms() + tonumber(ARGV[1])
+local out = {}
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then
+    redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[i])
+    out[i - 1] = deadline
+  else
+    out[i - 1] = 0
+  end
 end
-local deadline = now_ms() + tonumber(ARGV[2])
-redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[1])
-return deadline
+return out

@@ -1,10 +1,12 @@
 // Package lua holds every Redis script of redelay, one file per operation,
 // embedded at build time. Each file's header lists its KEYS, ARGV and output.
 //
-// Scripts run through redis.Script: EVALSHA first, EVAL when the server
+// Scripts are run by internal/store: EVALSHA first, EVAL when the server
 // answers NOSCRIPT (after a restart or failover). Every key a script touches
 // is passed in KEYS and shares the queue's hash tag, so each call runs on one
-// Cluster slot.
+// Cluster slot. Every script reads each key it writes before its first
+// write, so that a key of the wrong type makes the call fail before it
+// changes anything (Redis does not roll back a script's earlier writes).
 package lua
 
 import (
@@ -18,8 +20,6 @@ var (
 	prelude string
 	//go:embed offer.lua
 	offerSrc string
-	//go:embed push.lua
-	pushSrc string
 	//go:embed transfer.lua
 	transferSrc string
 	//go:embed remove.lua
@@ -28,29 +28,31 @@ var (
 	receiveSrc string
 	//go:embed extend.lua
 	extendSrc string
-	//go:embed nack.lua
-	nackSrc string
+	//go:embed settle.lua
+	settleSrc string
 	//go:embed reclaim.lua
 	reclaimSrc string
 	//go:embed redrive.lua
 	redriveSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed unclaim.lua
+	unclaimSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
 // the shared prelude.lua followed by its own file.
 var (
 	Offer    = redis.NewScript(prelude + offerSrc)    // offer.lua
-	Push     = redis.NewScript(prelude + pushSrc)     // push.lua
 	Transfer = redis.NewScript(prelude + transferSrc) // transfer.lua
 	Remove   = redis.NewScript(prelude + removeSrc)   // remove.lua
 	Receive  = redis.NewScript(prelude + receiveSrc)  // receive.lua
 	Extend   = redis.NewScript(prelude + extendSrc)   // extend.lua
-	Nack     = redis.NewScript(prelude + nackSrc)     // nack.lua
+	Settle   = redis.NewScript(prelude + settleSrc)   // settle.lua
 	Reclaim  = redis.NewScript(prelude + reclaimSrc)  // reclaim.lua
 	Redrive  = redis.NewScript(prelude + redriveSrc)  // redrive.lua
 	Release  = redis.NewScript(prelude + releaseSrc)  // release.lua
+	Unclaim  = redis.NewScript(prelude + unclaimSrc)  // unclaim.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.
@@ -60,12 +62,12 @@ const (
 	OfferReady     = 2
 )
 
-// Nack outcomes returned by nack.lua.
+// Settle outcomes returned by settle.lua.
 const (
-	NackLeaseLost = 0
-	NackPending   = 1
-	NackReady     = 2
-	NackDead      = 3
+	SettleLeaseLost = 0
+	SettlePending   = 1
+	SettleReady     = 2
+	SettleDead      = 3
 )
 
 // SeqLen is the width of the sequence prefix on delayed-set members and

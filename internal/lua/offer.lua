@@ -1,65 +1,98 @@
--- offer: add one or more items to the delayed set, or straight to the ready
--- list when an item is already due and nothing pending is due before it.
--- The items are taken in order and the outcome is the same as offering them
--- one by one, but the fixed costs are paid once per call: one TIME, one
--- duplicate lookup (HMGET), one head read, one counter bump, one ZADD, one
--- HSET, at most one LPUSH and one PUBLISH. Callers send one item (Offer,
--- OfferAt), the offers that concurrent callers queued meanwhile, or a chunk
--- of OfferBatch; they bound the count (a few hundred).
+-- offer: add one or more items to the delayed set, or to the ready list:
+-- at once for an immediate offer (blocking.Queue.Offer), or when a delayed
+-- item is already due and nothing pending (delayed or retry) is due before
+-- it. The items are taken in order and the outcome is the same as offering
+-- them one by one, but the fixed costs are paid once per call: one TIME,
+-- one duplicate lookup (HMGET), one head read per set, one counter bump, one
+-- ZADD, one HSET, at most one LPUSH and one PUBLISH. Callers send one item,
+-- the offers that concurrent callers queued meanwhile, or a chunk of
+-- OfferBatch; they bound the count (a few hundred).
+--
+-- A call is idempotent: its outcome is recorded under the caller's lane
+-- with the call's nonce, and a second run of the same call (the client
+-- resent it after a lost reply, or a copy held in the network arrived late)
+-- changes nothing and returns the recorded outcome.
+--
+-- Every key is read (which checks its type) before the first write, so a
+-- call that fails changes nothing.
 --
 -- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due µs
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
 -- KEYS[3] -> redelay:{q}:seq       STRING offer counter
 -- KEYS[4] -> redelay:{q}:ready     LIST
+-- KEYS[5] -> redelay:{q}:retry     ZSET  pending retries, score due µs
+-- KEYS[6] -> redelay:{q}:lane:<L>  STRING this caller's last call and its outcome
 -- ARGV[1] -> wake-up channel, published to when an item offered here becomes
 --            the earliest pending one
--- ARGV[2+4k .. 5+4k], one group per item, in offer order:
+-- ARGV[2] -> call nonce (unique per call)
+-- ARGV[3] -> how long the lane record lives, ms
+-- ARGV[4+4k .. 7+4k], one group per item, in offer order:
 --   id
 --   envelope (version byte, 16 bytes of times to fill in, rest)
---   "d" (delay) or "a" (at)
---   delay in µs (d) or due time in Unix µs (a)
+--   "d" (delay), "a" (at) or "r" (ready now, no duplicate check)
+--   delay in µs (d), due time in Unix µs (a), ignored (r)
 --
 -- Output: one status per item: 1 pending in the delayed set; 2 pushed to
 --   the ready list; 0 an item with this id was already pending (that item
 --   was left as it was, this one dropped).
 -- Due times use the server clock (TIME), so producers' clocks do not matter.
 
+local replay = lane_replay(KEYS[6], ARGV[2])
+if replay then
+  local out = {}
+  for i = 1, #replay do
+    out[i] = tonumber(string.sub(replay, i, i))
+  end
+  return out
+end
+
 local us = now_us()
 local now = math.floor(us / 1000)
-local n = (#ARGV - 1) / 4
+local n = (#ARGV - 3) / 4
 if n < 1 then
   return {}
 end
 
-local ids = {}
+local ids, lookup = {}, {}
 for i = 1, n do
-  ids[i] = ARGV[4 * i - 2]
+  ids[i] = ARGV[4 * i]
+  if ARGV[4 * i + 2] ~= 'r' then
+    lookup[#lookup + 1] = ids[i]
+  end
 end
-local existing = redis.call('HMGET', KEYS[2], unpack(ids))
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local head_due = math.huge
-if head[2] ~= nil then
-  head_due = tonumber(head[2])
+local existing = {}
+if #lookup > 0 then
+  local found = redis.call('HMGET', KEYS[2], unpack(lookup))
+  for i = 1, #lookup do
+    if found[i] then
+      existing[lookup[i]] = true
+    end
+  end
 end
+local head = head_due(KEYS[1], KEYS[5])
 
 -- Decide each item's fate in order, as single offers would: due items go to
 -- the ready list only while nothing pending (including items of this call)
 -- is due at or before them.
 local status, dues, scores = {}, {}, {}
-local min_due, delayed, added = head_due, 0, {}
+local min_due, delayed, added, ready_count = head, 0, {}, 0
 for i = 1, n do
   local id = ids[i]
-  local t = ARGV[4 * i + 1]
+  local mode, t = ARGV[4 * i + 2], ARGV[4 * i + 3]
   local due_us
-  if ARGV[4 * i] == 'd' then
+  if mode == 'd' then
     due_us = us + tonumber(t)
     scores[i] = us_str(due_us)
-  else
+  elseif mode == 'a' then
     due_us = tonumber(t)
     scores[i] = t -- an integer as the client wrote it: exact
+  else
+    due_us = us
   end
   dues[i] = due_us
-  if existing[i] or added[id] then
+  if mode == 'r' then
+    status[i] = 2
+  elseif existing[id] or added[id] then
     status[i] = 0
   elseif due_us <= us and min_due > due_us then
     status[i] = 2
@@ -71,6 +104,12 @@ for i = 1, n do
       min_due = due_us
     end
   end
+  if status[i] == 2 then
+    ready_count = ready_count + 1
+  end
+end
+if ready_count > 0 then
+  redis.call('LLEN', KEYS[4]) -- type check before the first write
 end
 
 -- The stored envelope gets the server's times (its due time in ms, rounded
@@ -83,7 +122,7 @@ local function stamped(i)
   if due_ms ~= last_due then
     last_due, last_bytes = due_ms, be64(due_ms)
   end
-  local env = ARGV[4 * i - 1]
+  local env = ARGV[4 * i + 1]
   return sub(env, 1, 1) .. stamp .. last_bytes .. sub(env, 18)
 end
 
@@ -113,9 +152,10 @@ end
 if delayed > 0 then
   redis.call('ZADD', KEYS[1], unpack(zargs))
   redis.call('HSET', KEYS[2], unpack(hargs))
-  -- An equal due time does not make a new head: the older item sorts first.
-  if min_due < head_due then
-    redis.call('PUBLISH', ARGV[1], us_str(min_due))
-  end
+end
+lane_record(KEYS[6], ARGV[2], table.concat(status), ARGV[3])
+-- An equal due time does not make a new head: the older item sorts first.
+if delayed > 0 and min_due < head then
+  redis.call('PUBLISH', ARGV[1], us_str(min_due))
 end
 return status

@@ -50,36 +50,29 @@ local function read_be32(s, pos)
 end
 
 -- Envelope header (docs/format.md): version byte, enqueued ms, due ms,
--- attempt; the ID follows as uvarint length + bytes.
-local ENV_VERSION = 1
+-- attempt; the ID follows as uvarint length + bytes. Every version keeps
+-- this prefix, so the scripts handle envelopes of any version 1..15.
+local ENV_MAX_VERSION = 15
 local ENV_HEADER = 21
 local ENV_ATTEMPT = 18 -- 1-based position of the attempt field
 
--- envelope_id returns the ID of an envelope, or nil and why it is unreadable.
-local function envelope_id(env)
-  if string.byte(env, 1) ~= ENV_VERSION then
-    return nil, 'unknown envelope version ' .. tostring(string.byte(env, 1))
+-- is_envelope tells bytes that can be an envelope of some version (past or
+-- future) from bytes that are no envelope at all: envelope.IsEnvelope.
+local function is_envelope(env)
+  local v = string.byte(env, 1)
+  return v ~= nil and v >= 1 and v <= ENV_MAX_VERSION and #env > ENV_HEADER
+end
+
+-- not_envelope_reason says why bytes are no envelope, for the dead letters.
+local function not_envelope_reason(env)
+  if #env == 0 then
+    return 'not an envelope: empty'
   end
-  if #env <= ENV_HEADER then
-    return nil, 'envelope too short'
+  local v = string.byte(env, 1)
+  if v == 0 or v > ENV_MAX_VERSION then
+    return 'not an envelope: first byte ' .. v
   end
-  local len, shift, pos = 0, 1, ENV_HEADER + 1
-  while true do
-    local byte = string.byte(env, pos)
-    if byte == nil or pos > ENV_HEADER + 5 then
-      return nil, 'bad ID length'
-    end
-    len = len + (byte % 128) * shift
-    shift = shift * 128
-    pos = pos + 1
-    if byte < 128 then
-      break
-    end
-  end
-  if pos + len - 1 > #env then
-    return nil, 'ID overruns envelope'
-  end
-  return string.sub(env, pos, pos + len - 1)
+  return 'not an envelope: ' .. #env .. ' bytes'
 end
 
 -- attempt_of reads the attempt counter of an envelope.
@@ -97,3 +90,131 @@ local function with_due(env, due)
   return string.sub(env, 1, 9) .. be64(due) .. string.sub(env, 18)
 end
 
+-- retry_member is a retry-set member: a length byte, a nonce unique to this
+-- retry (a lease token), then the envelope. The nonce keeps members unique.
+local function retry_member(nonce, env)
+  return string.char(#nonce) .. nonce .. env
+end
+
+-- retry_envelope returns the envelope of a retry-set member.
+local function retry_envelope(member)
+  return string.sub(member, string.byte(member, 1) + 2)
+end
+
+-- head_due returns the earliest due time (µs) in the delayed and retry sets,
+-- or math.huge when both are empty.
+local function head_due(kDelayed, kRetry)
+  local due = math.huge
+  local d = redis.call('ZRANGE', kDelayed, 0, 0, 'WITHSCORES')
+  if d[2] ~= nil then
+    due = tonumber(d[2])
+  end
+  local r = redis.call('ZRANGE', kRetry, 0, 0, 'WITHSCORES')
+  if r[2] ~= nil and tonumber(r[2]) < due then
+    due = tonumber(r[2])
+  end
+  return due
+end
+
+-- lane_replay returns the recorded outcome when this call (ARGV nonce) has
+-- run before: the client sent it again after a lost reply, or a copy held
+-- in the network arrived late. Every call that is not idempotent by itself
+-- records its outcome under its lane (one producer's call slot) with
+-- lane_record; nil means this is the call's first run.
+local function lane_replay(kLane, nonce)
+  local rec = redis.call('GET', kLane)
+  if rec and string.sub(rec, 1, #nonce + 1) == nonce .. '|' then
+    return string.sub(rec, #nonce + 2)
+  end
+  return nil
+end
+
+-- lane_record stores a call's outcome under its lane for ttl ms.
+local function lane_record(kLane, nonce, outcome, ttl)
+  redis.call('SET', kLane, nonce .. '|' .. outcome, 'PX', ttl)
+end
+
+-- read_uvarint decodes an unsigned varint of s at pos: the value and the
+-- position after it, or nil when s ends first.
+local function read_uvarint(s, pos)
+  local v, mul = 0, 1
+  for i = 0, 9 do
+    local b = string.byte(s, pos + i)
+    if not b then
+      return nil
+    end
+    v = v + (b % 128) * mul
+    if b < 128 then
+      return v, pos + i + 1
+    end
+    mul = mul * 128
+  end
+  return nil
+end
+
+-- uvarint encodes n as an unsigned varint.
+local function uvarint(n)
+  local out = {}
+  repeat
+    local b = n % 128
+    n = math.floor(n / 128)
+    if n > 0 then
+      b = b + 128
+    end
+    out[#out + 1] = string.char(b)
+  until n == 0
+  return table.concat(out)
+end
+
+-- with_header returns env with header key set to value, in the part every
+-- envelope version shares (fixed header, ID, headers: envelope.WithHeader),
+-- keeping the rest as it is; env unchanged when it cannot be read.
+local function with_header(env, key, value)
+  if not is_envelope(env) then
+    return env
+  end
+  local idlen, pos = read_uvarint(env, ENV_HEADER + 1)
+  if not idlen then
+    return env
+  end
+  pos = pos + idlen
+  local count, p = read_uvarint(env, pos)
+  if not count or pos > #env + 1 then
+    return env
+  end
+  local kept, n = {}, 0
+  for _ = 1, count do
+    local kl, q = read_uvarint(env, p)
+    if not kl then
+      return env
+    end
+    local k = string.sub(env, q, q + kl - 1)
+    local vl, r = read_uvarint(env, q + kl)
+    if not vl or r + vl - 1 > #env then
+      return env
+    end
+    if k ~= key then
+      kept[#kept + 1] = string.sub(env, p, r + vl - 1)
+      n = n + 1
+    end
+    p = r + vl
+  end
+  return string.sub(env, 1, pos - 1) .. uvarint(n + 1) .. table.concat(kept) ..
+    uvarint(#key) .. key .. uvarint(#value) .. value .. string.sub(env, p)
+end
+
+-- HEADER_ERROR is the header holding an item's last failure
+-- (envelope.HeaderError).
+local HEADER_ERROR = 'redelay-error'
+
+-- envelope_id returns the ID of an envelope, or nil when it cannot be read.
+local function envelope_id(env)
+  if not is_envelope(env) then
+    return nil
+  end
+  local len, pos = read_uvarint(env, ENV_HEADER + 1)
+  if not len or pos + len - 1 > #env then
+    return nil
+  end
+  return string.sub(env, pos, pos + len - 1)
+end

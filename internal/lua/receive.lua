@@ -1,34 +1,86 @@
--- receive: take up to ARGV[2] of the oldest ready items and lease each to the
--- caller until now + ARGV[1] ms. A lease is named by a fresh token, so two
--- deliveries of items with the same ID never share bookkeeping. Envelopes are
--- leased as they are: their attempt counter counts the deliveries that
--- failed, so this delivery's number is one more (the reclaimer and nack
--- update the counter; receiving, the hot path, never rewrites a value). One
--- call costs the same few commands whatever the count (bounded by caller).
+-- receive: lease up to ARGV[2] of the oldest ready items to the caller until
+-- now + ARGV[1] ms. When ARGV[4] is not empty, it is an item the caller's
+-- blocking wait moved to the claimed list (BLMOVE ready -> claimed): it is
+-- leased first, if it is still there (the reclaimer gives items left in the
+-- claimed list back to the ready list after a while).
+--
+-- Leases are named by tokens the caller chose before sending: ARGV[3] plus
+-- the lease's index (0, 1, ...). So a second run of the same call (the
+-- client resent it after a lost reply) finds its first lease and returns
+-- the leases the first run made, instead of leasing more items.
+--
+-- Envelopes are leased as they are: their attempt counter counts the
+-- deliveries that failed, so this delivery's number is one more (the
+-- reclaimer and settle.lua update the counter; receiving, the hot path,
+-- never rewrites a value). Bytes that are no envelope at all (see
+-- is_envelope) go to the dead letters as they are; envelopes of versions
+-- this library does not know are leased like any other (the consumer
+-- decides what to do with them).
+--
+-- Every key is read before the first write, so a call that fails changes
+-- nothing.
 --
 -- KEYS[1] -> redelay:{q}:ready      LIST
 -- KEYS[2] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
 -- KEYS[3] -> redelay:{q}:inflight   HASH  token -> envelope
--- KEYS[4] -> redelay:{q}:seq        STRING counter (tokens)
--- KEYS[5] -> redelay:{q}:dead:ready LIST  unreadable envelopes go here as they are
+-- KEYS[4] -> redelay:{q}:claimed    LIST  items popped by waiting consumers
+-- KEYS[5] -> redelay:{q}:dead:ready LIST  bytes that are no envelope go here
 -- ARGV[1] -> visibility timeout in ms
 -- ARGV[2] -> how many items at most
+-- ARGV[3] -> token prefix, unique to this call
+-- ARGV[4] -> the claimed item to lease first, or ''
 --
--- Output: false when nothing is ready; otherwise a flat list of pairs, oldest
---   item first: {token, envelope} for a delivery, {'', reason} for an item
---   that was unreadable and moved to the dead letters.
+-- Output: false when nothing was leased or dead-lettered; otherwise a flat
+--   list of pairs, oldest item first: {token, envelope} for a lease,
+--   {'', reason} for bytes moved to the dead letters.
 
-local envs = redis.call('RPOP', KEYS[1], tonumber(ARGV[2]))
-if not envs then
+local prefix, max = ARGV[3], tonumber(ARGV[2])
+local tok = function(i) return prefix .. string.format('%x', i) end
+
+-- A resent call: return what the first run leased.
+if redis.call('HEXISTS', KEYS[3], tok(0)) == 1 then
+  local out = {}
+  for i = 0, max - 1 do
+    local env = redis.call('HGET', KEYS[3], tok(i))
+    if not env then
+      break
+    end
+    out[#out + 1] = tok(i)
+    out[#out + 1] = env
+  end
+  return out
+end
+
+-- Type checks: every key written below is read first.
+redis.call('ZCARD', KEYS[2])
+redis.call('LLEN', KEYS[5])
+local envs = {}
+if ARGV[4] ~= '' then
+  redis.call('LLEN', KEYS[1])
+  if redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
+    envs[1] = ARGV[4]
+  end
+end
+if max > #envs then
+  local popped = redis.call('RPOP', KEYS[1], max - #envs)
+  if popped then
+    for i = 1, #popped do
+      envs[#envs + 1] = popped[i]
+    end
+  end
+end
+if #envs == 0 then
   return false
 end
+
 local deadline = now_ms() + tonumber(ARGV[1])
-local first = redis.call('INCRBY', KEYS[4], #envs) - #envs
-local out, leases, inflight = {}, {}, {}
+local out, leases, inflight, dead = {}, {}, {}, {}
+local n = 0
 for i = 1, #envs do
   local env = envs[i]
-  if string.byte(env, 1) == ENV_VERSION and #env > ENV_HEADER then
-    local token = string.format('%012x', first + i)
+  if is_envelope(env) then
+    local token = tok(n)
+    n = n + 1
     leases[#leases + 1] = deadline
     leases[#leases + 1] = token
     inflight[#inflight + 1] = token
@@ -36,13 +88,15 @@ for i = 1, #envs do
     out[#out + 1] = token
     out[#out + 1] = env
   else
-    local _, why = envelope_id(env)
-    redis.call('LPUSH', KEYS[5], env)
+    dead[#dead + 1] = env
     out[#out + 1] = ''
-    out[#out + 1] = why or 'unreadable envelope'
+    out[#out + 1] = not_envelope_reason(env)
   end
 end
-if #leases > 0 then
+if #dead > 0 then
+  redis.call('LPUSH', KEYS[5], unpack(dead))
+end
+if n > 0 then
   redis.call('ZADD', KEYS[2], unpack(leases))
   redis.call('HSET', KEYS[3], unpack(inflight))
 end

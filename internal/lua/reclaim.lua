@@ -1,45 +1,108 @@
 -- reclaim: make items whose lease expired ready again, at the head of the
 -- list (next to be received), earliest lease first, with the failed delivery
--- counted in the envelope's attempt counter. Items that used up their attempts are not
--- moved: they are returned for the caller to dead-letter with a reason, and
--- their lease is pushed ARGV[3] ms ahead so other reclaimers leave them alone
--- meanwhile (if the caller dies, they come back after that).
+-- counted in the envelope's attempt counter. Items that used up their
+-- attempts (max_attempts in the meta hash, or ARGV[2] when none is
+-- recorded) go to the dead letters instead, the reason in their error
+-- header.
 --
--- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
--- KEYS[2] -> redelay:{q}:inflight   HASH  token -> envelope
--- KEYS[3] -> redelay:{q}:ready      LIST
+-- It also gives back items stranded in the claimed list: an item a waiting
+-- consumer moved there (BLMOVE) but never leased or took, because the reply
+-- was lost with its connection or the consumer died. An item is given back
+-- once it has been seen in the list for ARGV[3] ms: far longer than a live
+-- consumer needs, and than the client's resend of a lost reply can take.
+--
+-- Every key is read before the first write, so a call that fails changes
+-- nothing.
+--
+-- KEYS[1] -> redelay:{q}:leases        ZSET  token -> lease deadline ms
+-- KEYS[2] -> redelay:{q}:inflight      HASH  token -> envelope
+-- KEYS[3] -> redelay:{q}:ready         LIST
+-- KEYS[4] -> redelay:{q}:meta          HASH  max_attempts
+-- KEYS[5] -> redelay:{q}:claimed       LIST
+-- KEYS[6] -> redelay:{q}:claimed:seen  HASH  envelope -> first seen ms
+-- KEYS[7] -> redelay:{q}:dead:ready    LIST
 -- ARGV[1] -> batch limit
--- ARGV[2] -> max attempts
--- ARGV[3] -> hold for exhausted items, ms
+-- ARGV[2] -> max attempts when the meta hash has none
+-- ARGV[3] -> how long an item stays in the claimed list before it is given back, ms
 --
--- Output: {moved, next lease deadline ms or -1, server now ms,
---          token1, envelope1, token2, envelope2, ...} for exhausted items.
+-- Output: {made ready, next lease deadline ms or -1, server now ms,
+--          max attempts, given back from the claimed list, dead-lettered,
+--          then the IDs of the dead-lettered items}
 
 local now = now_ms()
-local tokens = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-local max = tonumber(ARGV[2])
-local out = {0, -1, now}
-local back = {}
+local limit = tonumber(ARGV[1])
+local tokens = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+local max = tonumber(redis.call('HGET', KEYS[4], 'max_attempts') or ARGV[2])
+local claimed = redis.call('LRANGE', KEYS[5], 0, limit - 1)
+local seen = redis.call('HGETALL', KEYS[6])
+redis.call('LLEN', KEYS[3])
+redis.call('LLEN', KEYS[7])
+local envs = {}
+if #tokens > 0 then
+  envs = redis.call('HMGET', KEYS[2], unpack(tokens))
+end
+
+local out = {0, -1, now, max, 0, 0}
+local back, drop, dead = {}, {}, {}
 for i = 1, #tokens do
-  local token = tokens[i]
-  local env = redis.call('HGET', KEYS[2], token)
-  if not env then
-    redis.call('ZREM', KEYS[1], token)
-  elseif attempt_of(env) + 1 >= max then
-    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), token)
-    out[#out + 1] = token
-    out[#out + 1] = env
-  else
-    back[#back + 1] = with_attempt(env, attempt_of(env) + 1)
+  local token, env = tokens[i], envs[i]
+  drop[#drop + 1] = token
+  if env then
     redis.call('HDEL', KEYS[2], token)
-    redis.call('ZREM', KEYS[1], token)
+    local attempt = attempt_of(env) + 1
+    if attempt >= max then
+      dead[#dead + 1] = with_attempt(with_header(env, HEADER_ERROR,
+        'lease expired on attempt ' .. attempt .. ' of ' .. max), 0)
+      out[#out + 1] = envelope_id(env) or ''
+    else
+      back[#back + 1] = with_attempt(env, attempt)
+    end
   end
+end
+if #drop > 0 then
+  redis.call('ZREM', KEYS[1], unpack(drop))
 end
 -- Pushed to the head newest-first, so the longest-leased is received first.
 for i = #back, 1, -1 do
   redis.call('RPUSH', KEYS[3], back[i])
 end
 out[1] = #back
+if #dead > 0 then
+  redis.call('LPUSH', KEYS[7], unpack(dead))
+  out[6] = #dead
+end
+
+-- The claimed list: give back what has been there too long; remember when
+-- the rest was first seen; forget what left.
+if #claimed > 0 or #seen > 0 then
+  local first = {}
+  for i = 1, #seen, 2 do
+    first[seen[i]] = tonumber(seen[i + 1])
+  end
+  local present, given = {}, 0
+  for i = #claimed, 1, -1 do -- oldest first
+    local env = claimed[i]
+    local t = first[env]
+    if t and now - t >= tonumber(ARGV[3]) then
+      if redis.call('LREM', KEYS[5], -1, env) == 1 then
+        redis.call('RPUSH', KEYS[3], env)
+        given = given + 1
+      end
+    else
+      present[env] = true
+      if not t then
+        redis.call('HSET', KEYS[6], env, now)
+      end
+    end
+  end
+  for env in pairs(first) do
+    if not present[env] then
+      redis.call('HDEL', KEYS[6], env)
+    end
+  end
+  out[5] = given
+end
+
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if head[2] ~= nil then
   out[2] = tonumber(head[2])

@@ -1,14 +1,19 @@
 -- release: give leased items back unhandled (a consumer shutting down with
--- items leased ahead of its handlers). They return to the head of the ready
--- list, first token first, and no delivery is counted against them.
+-- items leased ahead of its handlers, or with handlers it had to stop, or a
+-- receive whose caller gave up before the reply came). They return to the
+-- head of the ready list, first token first, and no delivery is counted
+-- against them. A lease that is gone is skipped, so a second run changes
+-- nothing.
 --
 -- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
 -- KEYS[2] -> redelay:{q}:inflight   HASH  token -> envelope
 -- KEYS[3] -> redelay:{q}:ready      LIST
 -- ARGV    -> lease tokens, in the order the items were received
 --
--- Output: how many were released (a lost lease is skipped).
+-- Output: how many were released.
 
+redis.call('ZCARD', KEYS[1]) -- type checks before the first write
+redis.call('LLEN', KEYS[3])
 local n = 0
 for i = #ARGV, 1, -1 do
   local env = redis.call('HGET', KEYS[2], ARGV[i])

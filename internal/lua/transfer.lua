@@ -1,11 +1,14 @@
 -- transfer: move up to ARGV[1] due items, earliest first, from the delayed
--- set to the ready list. One call is one atomic move: no item is moved twice
--- or lost, however many processes run it at once. The batch bound keeps each
--- call short; the caller repeats while batches come back full.
+-- set and the retry set to the ready list. One call is one atomic move: no
+-- item is moved twice or lost, however many processes run it at once. The
+-- batch bound keeps each call short; the caller repeats while batches come
+-- back full. Every key is read before the first write, so a call that fails
+-- (a key of the wrong type) changes nothing.
 --
 -- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due µs
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
 -- KEYS[3] -> redelay:{q}:ready     LIST
+-- KEYS[4] -> redelay:{q}:retry     ZSET  member len..nonce..envelope, score due µs
 -- ARGV[1] -> batch limit (at most a few thousand: results are unpacked)
 --
 -- Output: {moved, next due µs or -1 when nothing is pending, server now ms,
@@ -13,31 +16,68 @@
 
 local us = now_us()
 local now = math.floor(us / 1000)
+local limit = tonumber(ARGV[1])
+local now_str = us_str(us)
 
-local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', us_str(us), 'LIMIT', 0, tonumber(ARGV[1]))
-local n = #members
-if n > 0 then
-  local ids = {}
-  for i = 1, n do
-    ids[i] = string.sub(members[i], SEQ_LEN + 1)
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_str, 'WITHSCORES', 'LIMIT', 0, limit)
+local retries = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_str, 'WITHSCORES', 'LIMIT', 0, limit)
+local nd, nr = #members / 2, #retries / 2
+
+local ids = {}
+for i = 1, nd do
+  ids[i] = string.sub(members[2 * i - 1], SEQ_LEN + 1)
+end
+local vals = {}
+if nd > 0 then
+  vals = redis.call('HMGET', KEYS[2], unpack(ids))
+end
+if nd + nr > 0 then
+  redis.call('LLEN', KEYS[3]) -- type check before the first write
+end
+
+-- Merge the two sets in due order (a delayed item first on a tie), up to
+-- the limit.
+local envs = {}
+local i, j = 1, 1
+while #envs < limit and (i <= nd or j <= nr) do
+  local take_delayed
+  if i > nd then
+    take_delayed = false
+  elseif j > nr then
+    take_delayed = true
+  else
+    take_delayed = tonumber(members[2 * i]) <= tonumber(retries[2 * j])
   end
-  local vals = redis.call('HMGET', KEYS[2], unpack(ids))
-  local envs = {}
-  for i = 1, n do
-    if vals[i] then
-      envs[#envs + 1] = string.sub(vals[i], SEQ_LEN + 1)
+  if take_delayed then
+    local v = vals[i]
+    if v then
+      envs[#envs + 1] = string.sub(v, SEQ_LEN + 1)
     end
+    i = i + 1
+  else
+    envs[#envs + 1] = retry_envelope(retries[2 * j - 1])
+    j = j + 1
   end
-  if #envs > 0 then
-    redis.call('LPUSH', KEYS[3], unpack(envs))
+end
+local moved_delayed, moved_retries = i - 1, j - 1
+
+if #envs > 0 then
+  redis.call('LPUSH', KEYS[3], unpack(envs))
+end
+if moved_delayed > 0 then
+  local done = {}
+  for k = 1, moved_delayed do
+    done[k] = ids[k]
   end
-  redis.call('HDEL', KEYS[2], unpack(ids))
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
+  redis.call('HDEL', KEYS[2], unpack(done))
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, moved_delayed - 1)
+end
+if moved_retries > 0 then
+  redis.call('ZREMRANGEBYRANK', KEYS[4], 0, moved_retries - 1)
 end
 
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local nextDue = -1
-if head[2] ~= nil then
-  nextDue = tonumber(head[2])
+local next_due = head_due(KEYS[1], KEYS[4])
+if next_due == math.huge then
+  next_due = -1
 end
-return {n, nextDue, now, us}
+return {moved_delayed + moved_retries, next_due, now, us}

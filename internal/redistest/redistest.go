@@ -16,6 +16,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/redelay/redelay/internal/keys"
 )
 
 // shared holds the servers shared by all tests of the test binary. Each is
@@ -213,4 +215,14 @@ func NewClientLike(t testing.TB, rdb redis.UniversalClient) redis.UniversalClien
 	}
 	t.Cleanup(func() { closeClient(t, c) })
 	return c
+}
+
+// KeysOf returns the Redis key names of the queue called name, for tests
+// that look at a queue's keys directly. It panics on an invalid name.
+func KeysOf(name string) keys.Queue {
+	k, err := keys.New(name)
+	if err != nil {
+		panic(err)
+	}
+	return k
 }

@@ -1,10 +1,10 @@
-package tracing_test
+package telemetry_test
 
 // The instrumentation's own cost per offer+take, without Redis, to read
 // against the ~100 µs an Offer plus a Take take on a loopback server
 // (docs/benchmarks.md):
 //
-//	go test -run '^$' -bench Instrumentation -benchmem ./tracing/
+//	go test -run '^$' -bench Instrumentation -benchmem ./internal/telemetry/
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/redelay/redelay/tracing"
+	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // BenchmarkInstrumentation: one op is what Offer and Take add for one item:
 // a send span with header injection, the sent count, and a receive span with
 // extraction, consumed count and lateness.
 func BenchmarkInstrumentation(b *testing.B) {
-	run := func(b *testing.B, q *tracing.Queue) {
+	run := func(b *testing.B, q *telemetry.Queue) {
 		ctx := context.Background()
 		due := time.Now()
 		b.ReportAllocs()
@@ -33,12 +33,12 @@ func BenchmarkInstrumentation(b *testing.B) {
 		}
 	}
 	b.Run("none", func(b *testing.B) { run(b, nil) }) // what a build without instrumentation does
-	b.Run("noop", func(b *testing.B) { run(b, tracing.New(tracing.Config{}, "bench")) })
+	b.Run("noop", func(b *testing.B) { run(b, telemetry.New(telemetry.Config{}, "bench")) })
 	b.Run("sdk", func(b *testing.B) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(discard{})))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) }()
-		run(b, tracing.New(tracing.Config{TracerProvider: tp, MeterProvider: mp, Propagator: propagation.TraceContext{}}, "bench"))
+		run(b, telemetry.New(telemetry.Config{TracerProvider: tp, MeterProvider: mp, Propagator: propagation.TraceContext{}}, "bench"))
 	})
 }
 

@@ -1,4 +1,6 @@
-package tracing
+// Package telemetry is the OpenTelemetry instrumentation of one queue: its
+// spans and metrics, named as package tracing documents.
+package telemetry
 
 import (
 	"context"
@@ -12,20 +14,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-)
 
-// ScopeName is the instrumentation scope of redelay's tracer and meter.
-const ScopeName = "github.com/redelay/redelay"
-
-// System is the messaging.system attribute value.
-const System = "redelay"
-
-// Attribute keys of redelay's own.
-const (
-	DelayKey         = attribute.Key("redelay.delay_ms")
-	AttemptKey       = attribute.Key("redelay.attempt")
-	QueueStateKey    = attribute.Key("redelay.queue.state")
-	TransferMovedKey = attribute.Key("redelay.transfer.moved")
+	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/tracing"
 )
 
 // Config selects the providers; nil fields mean the otel globals.
@@ -66,15 +57,15 @@ func New(cfg Config, name string) *Queue {
 	if prop == nil {
 		prop = otel.GetTextMapPropagator()
 	}
-	m := mp.Meter(ScopeName)
-	common := []attribute.KeyValue{semconv.MessagingSystemKey.String(System), semconv.MessagingDestinationName(name)}
+	m := mp.Meter(tracing.ScopeName)
+	common := []attribute.KeyValue{semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingDestinationName(name)}
 	q := &Queue{
 		name:         name,
-		sendName:     "send " + name,
-		receiveName:  "receive " + name,
-		processName:  "process " + name,
-		transferName: "transfer " + name,
-		tracer:       tp.Tracer(ScopeName),
+		sendName:     tracing.SpanSend + " " + name,
+		receiveName:  tracing.SpanReceive + " " + name,
+		processName:  tracing.SpanProcess + " " + name,
+		transferName: tracing.SpanTransfer + " " + name,
+		tracer:       tp.Tracer(tracing.ScopeName),
 		prop:         prop,
 		common:       common,
 		attrs:        metric.WithAttributeSet(attribute.NewSet(common...)),
@@ -87,23 +78,23 @@ func New(cfg Config, name string) *Queue {
 		}
 		return c
 	}
-	q.sent = counter("messaging.client.sent.messages", "{message}", "Items offered.")
-	q.consumed = counter("messaging.client.consumed.messages", "{message}", "Items taken or received.")
-	q.acked = counter("redelay.messages.acked", "{message}", "Deliveries acked.")
-	q.nacked = counter("redelay.messages.nacked", "{message}", "Deliveries nacked, to be retried.")
-	q.dead = counter("redelay.messages.dead_lettered", "{message}", "Items moved to the dead letters.")
-	q.transferErrors = counter("redelay.transfer.errors", "{run}", "Failed transfer runs.")
+	q.sent = counter(tracing.MetricSent, "{message}", "Items offered.")
+	q.consumed = counter(tracing.MetricConsumed, "{message}", "Items taken or received.")
+	q.acked = counter(tracing.MetricAcked, "{message}", "Deliveries acked.")
+	q.nacked = counter(tracing.MetricNacked, "{message}", "Deliveries nacked, to be retried.")
+	q.dead = counter(tracing.MetricDeadLettered, "{message}", "Items moved to the dead letters.")
+	q.transferErrors = counter(tracing.MetricTransferErr, "{run}", "Failed transfer runs.")
 	var err error
-	if q.process, err = m.Float64Histogram("messaging.process.duration", metric.WithUnit("s"),
+	if q.process, err = m.Float64Histogram(tracing.MetricProcess, metric.WithUnit("s"),
 		metric.WithDescription("Duration of Consume handler calls.")); err != nil {
 		otel.Handle(err)
 	}
-	if q.lateness, err = m.Float64Histogram("redelay.lateness", metric.WithUnit("s"),
+	if q.lateness, err = m.Float64Histogram(tracing.MetricLateness, metric.WithUnit("s"),
 		metric.WithDescription("Delivery time minus due time."),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)); err != nil {
 		otel.Handle(err)
 	}
-	if q.batch, err = m.Int64Histogram("redelay.transfer.batch.size", metric.WithUnit("{message}"),
+	if q.batch, err = m.Int64Histogram(tracing.MetricBatch, metric.WithUnit("{message}"),
 		metric.WithDescription("Items moved by one transfer run."),
 		metric.WithExplicitBucketBoundaries(1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000, 100000)); err != nil {
 		otel.Handle(err)
@@ -143,7 +134,7 @@ func (q *Queue) StartSend(ctx context.Context, id string, delay time.Duration) (
 	}
 	ctx, span := q.startSend(ctx)
 	if span.IsRecording() {
-		span.SetAttributes(semconv.MessagingMessageID(id), DelayKey.Int64(delay.Milliseconds()))
+		span.SetAttributes(semconv.MessagingMessageID(id), tracing.DelayKey.Int64(delay.Milliseconds()))
 	}
 	return ctx, span, q.inject(ctx)
 }
@@ -156,7 +147,7 @@ func (q *Queue) StartSendBatch(ctx context.Context, n int, delay time.Duration) 
 	}
 	ctx, span := q.startSend(ctx)
 	if span.IsRecording() {
-		span.SetAttributes(semconv.MessagingBatchMessageCount(n), DelayKey.Int64(delay.Milliseconds()))
+		span.SetAttributes(semconv.MessagingBatchMessageCount(n), tracing.DelayKey.Int64(delay.Milliseconds()))
 	}
 	return ctx, span, q.inject(ctx)
 }
@@ -213,7 +204,7 @@ func (q *Queue) Received(ctx context.Context, start time.Time, id string, attemp
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(semconv.MessagingOperationTypeReceive, semconv.MessagingOperationName("receive"),
-			semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
+			semconv.MessagingMessageID(id), tracing.AttemptKey.Int(attempt))
 	}
 	span.End(trace.WithTimestamp(now))
 	return ctx
@@ -230,7 +221,7 @@ func (q *Queue) StartProcess(ctx context.Context, id string, attempt int, header
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
 		span.SetAttributes(semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
-			semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
+			semconv.MessagingMessageID(id), tracing.AttemptKey.Int(attempt))
 	}
 	return ctx, span
 }
@@ -287,36 +278,36 @@ func (q *Queue) Transferred(ctx context.Context, start time.Time, moved int, err
 	_, span := q.tracer.Start(ctx, q.transferName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start))
 	if span.IsRecording() {
 		span.SetAttributes(q.common...)
-		span.SetAttributes(TransferMovedKey.Int(moved))
+		span.SetAttributes(tracing.TransferMovedKey.Int(moved))
 	}
 	End(span, err)
 }
 
-// Depths reads a queue's depth by state, for the depth gauge.
-type Depths func(ctx context.Context) (delayed, ready, inflight, dead int64, err error)
-
 // RegisterDepth registers the redelay.queue.depth gauge of this queue,
-// read by read at each collection. The returned function unregisters it.
-func (q *Queue) RegisterDepth(read Depths) (unregister func()) {
+// read by read at each collection (one round trip). The returned function
+// unregisters it: a registration holds read, and with it the queue, so it
+// lasts only while the queue runs background work.
+func (q *Queue) RegisterDepth(read func(context.Context) (store.Depths, error)) (unregister func()) {
 	if q == nil || q.meter == nil {
 		return func() {}
 	}
-	gauge, err := q.meter.Int64ObservableGauge("redelay.queue.depth", metric.WithUnit("{message}"),
-		metric.WithDescription("Items in the queue by state: delayed, ready, inflight, dead."))
+	gauge, err := q.meter.Int64ObservableGauge(tracing.MetricDepth, metric.WithUnit("{message}"),
+		metric.WithDescription("Items in the queue by state: delayed, retry, ready, inflight, dead."))
 	if err != nil {
 		otel.Handle(err)
 		return func() {}
 	}
-	states := [4]metric.ObserveOption{}
-	for i, s := range []string{"delayed", "ready", "inflight", "dead"} {
-		states[i] = metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue{}, q.common...), QueueStateKey.String(s))...))
+	names := [5]string{"delayed", "retry", "ready", "inflight", "dead"}
+	var states [5]metric.ObserveOption
+	for i, s := range names {
+		states[i] = metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue{}, q.common...), tracing.QueueStateKey.String(s))...))
 	}
 	reg, err := q.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		delayed, ready, inflight, dead, err := read(ctx)
+		d, err := read(ctx)
 		if err != nil {
 			return err
 		}
-		for i, v := range []int64{delayed, ready, inflight, dead} {
+		for i, v := range [5]int64{d.Delayed, d.Retry, d.Ready, d.Inflight, d.Dead} {
 			o.ObserveInt64(gauge, v, states[i])
 		}
 		return nil

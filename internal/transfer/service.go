@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redelay/redelay/internal/keys"
-	"github.com/redelay/redelay/tracing"
+	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // Defaults for [Target] fields left zero.
@@ -22,85 +22,95 @@ const (
 	DefaultSweep     = time.Second
 	// MaxBatchSize bounds a batch: the script unpacks its results.
 	MaxBatchSize = 5000
-	// DefaultMaxAttempts is how many deliveries an item gets before the
-	// reclaimer dead-letters it when its lease expires once more.
-	DefaultMaxAttempts = 10
 )
+
+// subscribeTimeout bounds one (un)subscribe call of the service.
+const subscribeTimeout = 5 * time.Second
 
 // Target is one queue to transfer.
 type Target struct {
-	Keys      keys.Queue
+	Queue     *store.Queue
 	BatchSize int           // items per script call; 0 means DefaultBatchSize
 	Sweep     time.Duration // longest wait between runs; 0 means DefaultSweep
 	Logger    *slog.Logger  // nil means slog.Default()
-	// MaxAttempts: an item whose lease expires after this many deliveries
-	// is dead-lettered instead of made ready again. 0 means DefaultMaxAttempts.
+	// MaxAttempts applies when no process recorded the queue's limit in
+	// Redis: an item whose lease expires after this many deliveries is
+	// dead-lettered instead of made ready again. 0 means
+	// store.DefaultMaxAttempts.
 	MaxAttempts int
 	// Telemetry records transfer spans and metrics; nil records nothing.
-	Telemetry *tracing.Queue
+	Telemetry *telemetry.Queue
+}
+
+func (t *Target) validate() error {
+	if t.Queue == nil {
+		return errors.New("transfer: nil queue")
+	}
+	t.BatchSize = cmp.Or(t.BatchSize, DefaultBatchSize)
+	if t.BatchSize < 1 || t.BatchSize > MaxBatchSize {
+		return fmt.Errorf("transfer: batch size %d out of range 1..%d", t.BatchSize, MaxBatchSize)
+	}
+	t.Sweep = cmp.Or(t.Sweep, DefaultSweep)
+	if t.Sweep < time.Millisecond {
+		return fmt.Errorf("transfer: sweep interval %v below 1ms", t.Sweep)
+	}
+	t.Logger = cmp.Or(t.Logger, slog.Default())
+	t.MaxAttempts = cmp.Or(t.MaxAttempts, store.DefaultMaxAttempts)
+	if t.MaxAttempts < 1 {
+		return fmt.Errorf("transfer: max attempts %d below 1", t.MaxAttempts)
+	}
+	return nil
 }
 
 // registry holds the one Service per client. It is the only package-level
-// state in redelay, and exists because the contract is "one transfer service
-// per Redis client in the process", shared by queues that do not know of each
-// other.
+// mutable state in redelay, and exists because the contract is "one
+// transfer service per Redis client in the process", shared by queues that
+// do not know of each other. Its lock guards the map only: no network call
+// is made while it is held.
 var registry = struct { //nolint:gochecknoglobals // see comment above
 	mu       sync.Mutex
 	services map[redis.UniversalClient]*Service
 }{services: map[redis.UniversalClient]*Service{}}
 
-// Service runs the transfer workers of one Redis client.
+// Service runs the transfer workers of one Redis client, and the one
+// pub/sub connection that wakes them.
 type Service struct {
-	rdb    redis.UniversalClient
+	c      *store.Client
 	shared bool // in registry
 
 	mu      sync.Mutex
-	workers map[string]*worker // by Keys.Wake
-	pubsub  *redis.PubSub
-	done    chan struct{} // closed when listen returns
+	workers map[string]*worker // by wake channel; guarded by mu
+
+	changed chan struct{} // capacity 1: the set of channels changed
+	ctx     context.Context
+	cancel  context.CancelFunc // ends pub/sub calls in flight when the last queue leaves
+	quit    chan struct{}      // closed when the last queue leaves
+	done    chan struct{}      // closed when manage returns
 }
 
-// Register starts transferring t on rdb's service, creating the service if
-// this is its first queue. A queue registered twice shares one worker (the
-// first registration's settings win); it stops when every registration of
-// it is closed.
-func Register(rdb redis.UniversalClient, t Target) (*Registration, error) {
-	if rdb == nil {
-		return nil, errors.New("transfer: nil client")
+// Register starts transferring t on its client's service, creating the
+// service if this is its first queue. A queue registered twice shares one
+// worker (the first registration's settings win); it stops when every
+// registration of it is closed. Register makes no network call: the
+// service subscribes to the queue's wake-up channel in the background.
+func Register(t Target) (*Registration, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
 	}
-	if t.BatchSize == 0 {
-		t.BatchSize = DefaultBatchSize
-	}
-	if t.BatchSize < 1 || t.BatchSize > MaxBatchSize {
-		return nil, fmt.Errorf("transfer: batch size %d out of range 1..%d", t.BatchSize, MaxBatchSize)
-	}
-	if t.Sweep == 0 {
-		t.Sweep = DefaultSweep
-	}
-	if t.Sweep < time.Millisecond {
-		return nil, fmt.Errorf("transfer: sweep interval %v below 1ms", t.Sweep)
-	}
-	if t.Logger == nil {
-		t.Logger = slog.Default()
-	}
-	if t.MaxAttempts == 0 {
-		t.MaxAttempts = DefaultMaxAttempts
-	}
-	if t.MaxAttempts < 1 {
-		return nil, fmt.Errorf("transfer: max attempts %d below 1", t.MaxAttempts)
-	}
-
+	rdb := t.Queue.Client().Redis()
 	// Clients of a comparable type (every go-redis client is a pointer) share
 	// a service; anything else gets a service of its own.
 	shareable := reflect.TypeOf(rdb).Comparable()
-	var s *Service
 	if shareable {
 		registry.mu.Lock()
 		defer registry.mu.Unlock()
+	}
+	var s *Service
+	if shareable {
 		s = registry.services[rdb]
 	}
 	if s == nil {
-		s = &Service{rdb: rdb, shared: shareable, workers: map[string]*worker{}}
+		s = newService(t.Queue.Client(), shareable)
 		if shareable {
 			registry.services[rdb] = s
 		}
@@ -108,73 +118,175 @@ func Register(rdb redis.UniversalClient, t Target) (*Registration, error) {
 	return s.add(t), nil
 }
 
-// add registers t; with the registry lock held when shared.
+func newService(c *store.Client, shared bool) *Service {
+	s := &Service{
+		c: c, shared: shared, workers: map[string]*worker{},
+		changed: make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.manage()
+	return s
+}
+
+// add registers t.
 func (s *Service) add(t Target) *Registration {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	w := s.workers[t.Keys.Wake]
+	w := s.workers[t.Queue.K.Wake]
 	if w == nil {
-		w = newWorker(s.rdb, t)
-		s.workers[t.Keys.Wake] = w
-		if s.pubsub == nil {
-			s.pubsub = s.rdb.Subscribe(context.Background())
-			s.done = make(chan struct{})
-			go s.listen(s.pubsub, s.done)
-		}
-		// Subscribe records the channel even when Redis is down, and the
-		// pub/sub connection subscribes it again on every reconnect; the
-		// worker's sweep covers the meantime.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := s.pubsub.Subscribe(ctx, t.Keys.Wake); err != nil {
-			t.Logger.Warn("redelay: wake-up subscription failed; relying on the sweep until it reconnects",
-				"queue", t.Keys.Name, "err", err)
-		}
-		cancel()
+		w = newWorker(t)
+		s.workers[t.Queue.K.Wake] = w
 		go w.run()
+		s.signal()
 	}
 	w.refs++
+	s.mu.Unlock()
 	return &Registration{s: s, w: w}
+}
+
+func (s *Service) signal() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 }
 
 // remove drops one reference to w and stops what is no longer used.
 func (s *Service) remove(w *worker) {
 	if s.shared {
 		registry.mu.Lock()
-		defer registry.mu.Unlock()
 	}
 	s.mu.Lock()
 	w.refs--
 	last := w.refs == 0
 	if last {
-		delete(s.workers, w.t.Keys.Wake)
+		delete(s.workers, w.t.Queue.K.Wake)
 	}
-	var ps *redis.PubSub
-	var done chan struct{}
-	if len(s.workers) == 0 && s.pubsub != nil {
-		ps, done = s.pubsub, s.done
-		s.pubsub, s.done = nil, nil
-		if s.shared {
-			delete(registry.services, s.rdb)
-		}
-	} else if last && s.pubsub != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = s.pubsub.Unsubscribe(ctx, w.t.Keys.Wake) // best effort: a stale subscription only costs a no-op wake
-		cancel()
+	empty := len(s.workers) == 0
+	if empty && s.shared && registry.services[s.c.Redis()] == s {
+		delete(registry.services, s.c.Redis())
 	}
 	s.mu.Unlock()
+	if s.shared {
+		registry.mu.Unlock()
+	}
 
 	if last {
 		w.stop()
 	}
-	if ps != nil {
-		_ = ps.Close()
-		<-done
+	if empty {
+		s.cancel()
+		close(s.quit)
+		<-s.done
+	} else if last {
+		s.signal()
 	}
 }
 
-// listen routes wake-up messages to workers. A subscription confirmation
-// (first subscribe, or resubscribe after a reconnect) wakes the worker too,
-// since messages may have been missed while disconnected.
+// channels returns the wake-up channels of the current workers.
+func (s *Service) channels() map[string]*worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*worker, len(s.workers))
+	for ch, w := range s.workers {
+		out[ch] = w
+	}
+	return out
+}
+
+func (s *Service) worker(channel string) *worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workers[channel]
+}
+
+// manage owns the pub/sub connection: it subscribes and unsubscribes the
+// wake-up channels as queues come and go, with no lock held, and routes
+// messages to the workers. A (re)subscription confirmation wakes the
+// worker too, since messages may have been missed while disconnected.
+// Subscribe records a channel even when Redis is down, and the connection
+// subscribes it again on every reconnect; the workers' sweep covers the
+// meantime.
+func (s *Service) manage() {
+	defer close(s.done)
+	ctx := s.ctx
+	var ps *redis.PubSub
+	var listening chan struct{}
+	defer func() {
+		if ps != nil {
+			_ = ps.Close()
+			<-listening
+		}
+	}()
+	subscribed := map[string]bool{}
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.changed:
+		}
+		want := s.channels()
+		var add, drop []string
+		for ch := range want {
+			if !subscribed[ch] {
+				add = append(add, ch)
+			}
+		}
+		for ch := range subscribed {
+			if want[ch] == nil {
+				drop = append(drop, ch)
+			}
+		}
+		if ps == nil && len(add) > 0 {
+			var err error
+			if ps, err = s.open(ctx); err != nil {
+				for _, w := range want {
+					w.t.Logger.Warn("redelay: no wake-up subscription; relying on the sweep", "queue", w.t.Queue.K.Name, "err", err)
+				}
+				continue
+			}
+			listening = make(chan struct{})
+			go s.listen(ps, listening)
+		}
+		if len(add) > 0 {
+			sctx, stop := context.WithTimeout(ctx, subscribeTimeout)
+			if err := ps.Subscribe(sctx, add...); err != nil && ctx.Err() == nil {
+				want[add[0]].t.Logger.Warn("redelay: wake-up subscription failed; relying on the sweep until it reconnects",
+					"channels", add, "err", err)
+			}
+			stop()
+			for _, ch := range add {
+				subscribed[ch] = true
+			}
+		}
+		if len(drop) > 0 && ps != nil {
+			sctx, stop := context.WithTimeout(ctx, subscribeTimeout)
+			_ = ps.Unsubscribe(sctx, drop...) // best effort: a stale subscription only costs a no-op wake
+			stop()
+			for _, ch := range drop {
+				delete(subscribed, ch)
+			}
+		}
+	}
+}
+
+// open creates the pub/sub connection. A client type that panics (a user's
+// own UniversalClient) gives an error instead.
+func (s *Service) open(ctx context.Context) (ps *redis.PubSub, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ps, err = nil, fmt.Errorf("%T.Subscribe panicked: %v", s.c.Redis(), r)
+		}
+	}()
+	ps = s.c.Redis().Subscribe(ctx)
+	if ps == nil {
+		return nil, fmt.Errorf("%T.Subscribe returned nil", s.c.Redis())
+	}
+	return ps, nil
+}
+
+// listen routes wake-up messages to workers until ps is closed.
 func (s *Service) listen(ps *redis.PubSub, done chan struct{}) {
 	defer close(done)
 	for msg := range ps.ChannelWithSubscriptions(redis.WithChannelSize(256)) {
@@ -190,10 +302,7 @@ func (s *Service) listen(ps *redis.PubSub, done chan struct{}) {
 		default:
 			continue
 		}
-		s.mu.Lock()
-		w := s.workers[channel]
-		s.mu.Unlock()
-		if w != nil {
+		if w := s.worker(channel); w != nil {
 			w.wake()
 		}
 	}
@@ -210,9 +319,10 @@ type Registration struct {
 func (r *Registration) Wake() { r.w.wake() }
 
 // Close releases the registration; the worker stops when it was the last
-// for its queue, the service when it was the last queue. Close waits for a
-// script call in flight to finish, so items are never left half-moved
-// (they cannot be: each move is atomic). Closing twice is harmless.
+// for its queue, the service when it was the last queue. Close does not
+// wait for a script call in flight: it finishes in the background (each
+// call is atomic, so nothing is left half-moved), and Close returns
+// promptly even while Redis is unreachable. Closing twice is harmless.
 func (r *Registration) Close() {
 	r.once.Do(func() { r.s.remove(r.w) })
 }
@@ -221,14 +331,10 @@ func (r *Registration) Close() {
 // each wake-up: move t's due items (in full batches until a short one) and
 // reclaim its expired leases. Workers need no help; RunOnce is for tools and
 // tests that want a deterministic step.
-func RunOnce(ctx context.Context, rdb redis.UniversalClient, t Target) error {
-	if rdb == nil {
-		return errors.New("transfer: nil client")
+func RunOnce(ctx context.Context, t Target) error {
+	if err := t.validate(); err != nil {
+		return err
 	}
-	t.BatchSize = cmp.Or(t.BatchSize, DefaultBatchSize)
-	t.Sweep = cmp.Or(t.Sweep, DefaultSweep)
-	t.MaxAttempts = cmp.Or(t.MaxAttempts, DefaultMaxAttempts)
-	t.Logger = cmp.Or(t.Logger, slog.Default())
-	_, err := newWorker(rdb, t).drain(ctx)
+	_, err := newWorker(t).drain(ctx)
 	return err
 }

@@ -4,27 +4,25 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/store"
 )
 
 // worker transfers one queue.
 type worker struct {
-	rdb  redis.UniversalClient
 	t    Target
 	refs int // guarded by Service.mu
 
 	wakeCh chan struct{} // capacity 1: wake-ups coalesce
 	quit   chan struct{}
 	done   chan struct{}
+	bg     sync.WaitGroup // script calls left to finish after stop
 }
 
-func newWorker(rdb redis.UniversalClient, t Target) *worker {
+func newWorker(t Target) *worker {
 	return &worker{
-		rdb:    rdb,
 		t:      t,
 		wakeCh: make(chan struct{}, 1),
 		quit:   make(chan struct{}),
@@ -39,6 +37,8 @@ func (w *worker) wake() {
 	}
 }
 
+// stop ends the worker. A script call in flight finishes in the background
+// (store.Await): stop never waits on the network.
 func (w *worker) stop() {
 	close(w.quit)
 	<-w.done
@@ -61,22 +61,26 @@ const preciseWindow = 2 * time.Millisecond
 
 func (w *worker) run() {
 	defer close(w.done)
-	// Script calls are not tied to the worker's lifetime: stop waits for the
-	// one in flight rather than abandoning a reply on the connection.
 	ctx := context.Background()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
 	for {
 		next, err := w.drain(ctx)
+		select {
+		case <-w.quit:
+			return
+		default:
+		}
 		if err != nil {
 			failures++
 			wait := backoff(failures)
 			next = time.Now().Add(wait)
+			w.t.Telemetry.Transferred(ctx, time.Now(), 0, err)
 			w.t.Logger.Warn("redelay: transfer failed; retrying",
-				"queue", w.t.Keys.Name, "attempt", failures, "retry_in", wait, "err", err)
+				"queue", w.t.Queue.K.Name, "attempt", failures, "retry_in", wait, "err", err)
 		} else if failures > 0 {
-			w.t.Logger.Info("redelay: transfer recovered", "queue", w.t.Keys.Name, "after_failures", failures)
+			w.t.Logger.Info("redelay: transfer recovered", "queue", w.t.Queue.K.Name, "after_failures", failures)
 			failures = 0
 		}
 		if wait := time.Until(next); wait > preciseWindow {
@@ -101,36 +105,37 @@ func (w *worker) run() {
 	}
 }
 
+// call runs one store call, giving up (and leaving it to finish in the
+// background) when the worker stops.
+func call[R any](ctx context.Context, w *worker, f func(context.Context) (R, error)) (R, error) {
+	return store.Await(ctx, w.quit, &w.bg, f, nil)
+}
+
 // drain moves due items until a batch comes back short, reclaims expired
 // leases, then returns when to run next: when the next item falls due or
 // lease expires, at most the sweep interval away.
 func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 	start, moved := time.Now(), 0
-	defer func() { w.t.Telemetry.Transferred(ctx, start, moved, err) }()
-	k := w.t.Keys
-	for {
-		select {
-		case <-w.quit:
-			return time.Now().Add(w.t.Sweep), nil
-		default:
+	defer func() {
+		if err == nil {
+			w.t.Telemetry.Transferred(ctx, start, moved, nil)
 		}
-		res, err := lua.Transfer.Run(ctx, w.rdb, []string{k.Delayed, k.Items, k.Ready}, w.t.BatchSize).Int64Slice()
+	}()
+	q := w.t.Queue
+	for {
+		res, err := call(ctx, w, func(ctx context.Context) (store.Moved, error) { return q.Transfer(ctx, w.t.BatchSize) })
 		if err != nil {
-			return time.Time{}, fmt.Errorf("transfer %s: %w", k.Name, err)
+			return time.Time{}, fmt.Errorf("transfer %s: %w", q.K.Name, err)
 		}
 		replied := time.Now()
-		if len(res) != 4 {
-			return time.Time{}, fmt.Errorf("transfer %s: unexpected reply %v", k.Name, res)
-		}
-		n, nextDue, nowUs := res[0], res[1], res[3]
-		moved += int(n)
-		if n >= int64(w.t.BatchSize) {
+		moved += int(res.N)
+		if res.N >= int64(w.t.BatchSize) {
 			continue // a full batch: more may be due
 		}
 		wait := w.t.Sweep
-		if nextDue >= 0 {
+		if res.NextDue >= 0 {
 			// Due times are kept to the microsecond.
-			wait = min(wait, time.Duration(nextDue-nowUs)*time.Microsecond)
+			wait = min(wait, time.Duration(res.NextDue-res.NowUs)*time.Microsecond)
 		}
 		lease, err := w.reclaim(ctx)
 		if err != nil {

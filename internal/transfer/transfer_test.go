@@ -15,7 +15,8 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
-	"github.com/redelay/redelay/transfer"
+	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/transfer"
 )
 
 // slowSweep makes the sweep useless within a test's time frame, so an item
@@ -115,17 +116,19 @@ func TestRegisterValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sq := store.New(rdb).Queue(k)
 	for name, tg := range map[string]transfer.Target{
-		"batch too big": {Keys: k, BatchSize: transfer.MaxBatchSize + 1},
-		"negative":      {Keys: k, BatchSize: -1},
-		"sweep":         {Keys: k, Sweep: time.Microsecond},
+		"batch too big": {Queue: sq, BatchSize: transfer.MaxBatchSize + 1},
+		"negative":      {Queue: sq, BatchSize: -1},
+		"sweep":         {Queue: sq, Sweep: time.Microsecond},
+		"attempts":      {Queue: sq, MaxAttempts: -1},
 	} {
-		if _, err := transfer.Register(rdb, tg); err == nil {
+		if _, err := transfer.Register(tg); err == nil {
 			t.Errorf("%s: Register accepted %+v", name, tg)
 		}
 	}
-	if _, err := transfer.Register(nil, transfer.Target{Keys: k}); err == nil {
-		t.Error("Register accepted a nil client")
+	if _, err := transfer.Register(transfer.Target{}); err == nil {
+		t.Error("Register accepted no queue")
 	}
 }
 

@@ -1,0 +1,196 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/redelay/redelay/internal/store"
+)
+
+// maxCombined bounds how many concurrent offers one offer.lua call carries.
+const maxCombined = 500
+
+// maxSending is how many combined calls of one queue may be in flight at
+// once: with one, producers would wait for each other's round trips; with
+// a few, Redis works on one call while the next is on its way.
+const maxSending = 4
+
+// lanes hands out lane names: an offer call records its outcome under its
+// lane so that a second run of the same call changes nothing (offer.lua).
+// A lane is held by one call at a time; the names are this core's random
+// prefix and a small number, reused, so a producer has as many lane keys in
+// Redis as it had calls in flight at once (each expires store.LaneTTL
+// after its last use).
+type lanes struct {
+	mu     sync.Mutex
+	prefix string
+	free   []int
+	next   int
+	nonce  uint64
+}
+
+// get returns a free lane and a nonce for one call on it.
+func (l *lanes) get() (lane int, name, nonce string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.prefix == "" {
+		l.prefix = NewToken()
+	}
+	if n := len(l.free); n > 0 {
+		lane = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		lane = l.next
+		l.next++
+	}
+	l.nonce++
+	return lane, l.prefix + "." + strconv.Itoa(lane), strconv.FormatUint(l.nonce, 36)
+}
+
+// nextNonce returns a new nonce for another call on a lane already held.
+func (l *lanes) nextNonce() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nonce++
+	return strconv.FormatUint(l.nonce, 36)
+}
+
+func (l *lanes) put(lane int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.free = append(l.free, lane)
+}
+
+// offerReq is one offer on its way to Redis.
+type offerReq struct {
+	ctx  context.Context
+	item store.OfferItem
+	done chan offerRes // capacity 1
+}
+
+type offerRes struct {
+	status int64
+	err    error
+}
+
+// combiner sends concurrent offers of one queue together. A caller queues
+// its offer and, when fewer than maxSending senders run, starts one; a
+// sender sends every offer queued so far in one script call, hands each
+// caller its outcome, and goes on while offers are queued. A lone caller's
+// offer goes at once; under load, calls carry many offers and the server's
+// fixed cost per call is shared. Callers wait for their outcome or their
+// context, whichever comes first.
+type combiner struct {
+	mu      sync.Mutex
+	queue   []*offerReq
+	sending int
+}
+
+// OfferOutcomeUnknown wraps the context error of an offer whose context
+// ended while it was on its way: the item may or may not have been stored.
+type OfferOutcomeUnknown struct{ Err error }
+
+func (e *OfferOutcomeUnknown) Error() string {
+	return fmt.Sprintf("%v (the offer was sent; the item may have been stored)", e.Err)
+}
+
+func (e *OfferOutcomeUnknown) Unwrap() error { return e.Err }
+
+// Offer sends one item, alone or with others, and returns its status
+// (lua.Offer*). When ctx ends first, the error wraps ctx.Err(): the offer
+// was withdrawn (nothing stored) unless the error is an
+// *OfferOutcomeUnknown.
+func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	req := &offerReq{ctx: ctx, item: item, done: make(chan offerRes, 1)}
+	cb := &c.comb
+	cb.mu.Lock()
+	cb.queue = append(cb.queue, req)
+	if cb.sending < maxSending {
+		cb.sending++
+		c.bg.Add(1)
+		go c.send()
+	}
+	cb.mu.Unlock()
+	select {
+	case r := <-req.done:
+		return r.status, r.err
+	case <-ctx.Done():
+	}
+	cb.mu.Lock()
+	if i := slices.Index(cb.queue, req); i >= 0 {
+		cb.queue = slices.Delete(cb.queue, i, i+1)
+		cb.mu.Unlock()
+		return 0, ctx.Err()
+	}
+	cb.mu.Unlock()
+	select {
+	case r := <-req.done: // it finished meanwhile
+		return r.status, r.err
+	default:
+		return 0, &OfferOutcomeUnknown{Err: ctx.Err()}
+	}
+}
+
+// send sends queued offers until none is left.
+func (c *Core) send() {
+	defer c.bg.Done()
+	lane, name, _ := c.lanes.get()
+	defer c.lanes.put(lane)
+	cb := &c.comb
+	for {
+		cb.mu.Lock()
+		n := min(len(cb.queue), maxCombined)
+		if n == 0 {
+			cb.sending--
+			cb.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(cb.queue[:n])
+		cb.queue = slices.Delete(cb.queue, 0, n)
+		cb.mu.Unlock()
+
+		items := make([]store.OfferItem, n)
+		for i, r := range batch {
+			items[i] = r.item
+		}
+		// The first offer's context carries the trace (a client
+		// instrumentation's span nests under the send span), not its
+		// cancellation: the call is seen through, its outcome recorded.
+		ctx := context.WithoutCancel(batch[0].ctx)
+		statuses, err := c.Store.Offer(ctx, name, c.lanes.nextNonce(), items)
+		for i, r := range batch {
+			res := offerRes{err: err}
+			if err == nil {
+				res.status = statuses[i]
+			}
+			r.done <- res
+		}
+	}
+}
+
+// OfferLane holds a lane for a caller that sends its own offer calls
+// (OfferBatch): Call returns a fresh nonce for each call; Release returns
+// the lane.
+type OfferLane struct {
+	c    *Core
+	lane int
+	Name string
+}
+
+// Lane takes a lane for calls of the caller's own.
+func (c *Core) Lane() *OfferLane {
+	lane, name, _ := c.lanes.get()
+	return &OfferLane{c: c, lane: lane, Name: name}
+}
+
+// Nonce returns a nonce for one more call on the lane.
+func (l *OfferLane) Nonce() string { return l.c.lanes.nextNonce() }
+
+// Release returns the lane.
+func (l *OfferLane) Release() { l.c.lanes.put(l.lane) }

@@ -1,0 +1,7 @@
+package queue
+
+// CoreOf returns the core of a *blocking.Queue[T] (nil for anything else).
+// Package blocking sets it when it is initialised, and nothing writes it
+// afterwards: it is how package delayed reaches the queue it feeds without
+// blocking exporting its machinery.
+var CoreOf func(q any) *Core //nolint:gochecknoglobals // set once, by blocking's init

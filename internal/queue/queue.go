@@ -1,0 +1,396 @@
+// Package queue is the untyped core shared by the blocking and delayed
+// packages: the settings, the codec, the envelope encoding, the telemetry
+// and the lifecycle of one queue (what it started in this process, and how
+// Close stops it). Every Redis call goes through internal/store.
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
+	"github.com/redelay/redelay/internal/transfer"
+)
+
+// Sentinel errors, re-exported by the public packages.
+var (
+	ErrInvalidQueue    = errors.New("redelay: invalid queue")
+	ErrInvalidArgument = errors.New("redelay: invalid argument")
+	ErrClosed          = errors.New("redelay: queue closed")
+	ErrPayloadTooLarge = errors.New("redelay: payload too large")
+)
+
+// DefaultMaxPayload bounds an encoded value unless configured otherwise.
+const DefaultMaxPayload = 1 << 20
+
+// MaxDue is the latest due time a queue can hold: due times are sorted-set
+// scores in Unix microseconds, exact in a double up to 2^53 (June 2255).
+var MaxDue = time.UnixMicro(1 << 53) //nolint:gochecknoglobals // a constant of type time.Time
+
+// closeWait bounds how long Close waits for calls it interrupted to finish
+// in the background (a blocking wait ends within one block), so that what
+// they took goes back while the client is still open.
+const closeWait = time.Second
+
+// Config is the settings of one queue.
+type Config struct {
+	Codec      codec.Codec
+	Logger     *slog.Logger
+	MaxPayload int // 0: DefaultMaxPayload; -1: no limit
+	BatchSize  int
+	Sweep      time.Duration
+	// Visibility is how long a received item stays leased to its receiver.
+	Visibility time.Duration
+	// MaxAttempts is how many deliveries an item gets before it is
+	// dead-lettered; MaxAttemptsSet says the user chose it, and then it is
+	// recorded in Redis for every process when this one starts consuming.
+	MaxAttempts    int
+	MaxAttemptsSet bool
+	// Telemetry selects the OpenTelemetry providers (nil: the globals).
+	Telemetry telemetry.Config
+	// MaxEnvelopeVersion makes the queue read envelopes as a reader of
+	// that version would (tests of rolling upgrades); 0: envelope.Version.
+	MaxEnvelopeVersion int
+}
+
+// Defaults for at-least-once delivery.
+const (
+	DefaultVisibility  = 30 * time.Second
+	DefaultMaxAttempts = store.DefaultMaxAttempts
+)
+
+// Core is one queue's shared machinery.
+type Core struct {
+	Store *store.Queue // nil when err is set
+	Keys  keys.Queue
+	Cfg   Config
+	Tel   *telemetry.Queue // spans and metrics of this queue
+	err   error
+
+	lanes lanes
+	comb  combiner
+
+	closing chan struct{}  // closed by Close: blocked calls return ErrClosed
+	bg      sync.WaitGroup // calls given up on, finishing in the background
+
+	mu         sync.Mutex
+	closed     bool
+	reg        *transfer.Registration // started by StartBackground
+	stopGauge  func()
+	maxWritten bool // MaxAttempts recorded in Redis
+}
+
+// New validates its arguments; a problem is kept and returned by every call
+// (see Err), so constructors never fail. New makes no network call and
+// starts nothing.
+func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core {
+	c := &Core{Cfg: cfg, closing: make(chan struct{})}
+	if cfg.Logger == nil {
+		c.Cfg.Logger = slog.Default()
+	}
+	if cfg.MaxPayload == 0 {
+		c.Cfg.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.Visibility == 0 {
+		c.Cfg.Visibility = DefaultVisibility
+	}
+	if cfg.MaxAttempts == 0 {
+		c.Cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxEnvelopeVersion == 0 {
+		c.Cfg.MaxEnvelopeVersion = envelope.Version
+	}
+	k, err := keys.New(name)
+	c.Keys = k
+	switch {
+	case rdb == nil:
+		c.err = fmt.Errorf("%w: nil Redis client", ErrInvalidQueue)
+	case isRing(rdb):
+		c.err = fmt.Errorf("%w: a *redis.Ring is not supported: it moves keys to another shard when one is unreachable, which would split a queue's items, leases and retries between shards; use a *redis.ClusterClient", ErrInvalidQueue)
+	case err != nil:
+		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, err)
+	case optErr != nil:
+		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, optErr)
+	case cfg.Codec == nil:
+		c.err = fmt.Errorf("%w: nil codec", ErrInvalidQueue)
+	}
+	if c.err == nil {
+		c.Store = store.New(rdb).Queue(k)
+		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
+	}
+	return c
+}
+
+func isRing(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.Ring)
+	return ok
+}
+
+// Invalid returns a core whose every call fails with ErrInvalidQueue and why.
+func Invalid(why error) *Core {
+	return &Core{err: fmt.Errorf("%w: %w", ErrInvalidQueue, why), Cfg: Config{Logger: slog.Default()}, closing: make(chan struct{})}
+}
+
+// Child returns the core of a queue sharing c's hash tag and settings.
+func (c *Core) Child(sub string) *Core {
+	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, closing: make(chan struct{})}
+	if c.err == nil {
+		cc.Store = c.Store.Client().Queue(cc.Keys)
+		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
+	}
+	return cc
+}
+
+// Name is the queue's name.
+func (c *Core) Name() string { return c.Keys.Name }
+
+// Err is the construction error, or ErrClosed after Close.
+func (c *Core) Err() error {
+	if c.err != nil {
+		return c.err
+	}
+	select {
+	case <-c.closing:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Closing is closed when the queue is closed.
+func (c *Core) Closing() <-chan struct{} { return c.closing }
+
+// Call runs a short store call: the caller stops waiting when ctx ends (the
+// call finishes in the background, then late, if not nil, gets its result).
+func Call[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
+	return store.Await(ctx, nil, &c.bg, f, late)
+}
+
+// Wait runs a call that may block: the caller stops waiting when ctx ends
+// or the queue closes (then the error wraps ErrClosed).
+func Wait[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
+	v, err := store.Await(ctx, c.closing, &c.bg, f, late)
+	if errors.Is(err, store.ErrStopped) {
+		err = ErrClosed
+	}
+	return v, err
+}
+
+// NewID returns a random 16-character ID (96 bits, URL-safe base64).
+func NewID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// NewToken returns a random 11-character token (64 bits): lease-token
+// prefixes and lane names.
+func NewToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// ReservedPrefix starts the header names redelay writes itself.
+const ReservedPrefix = "redelay-"
+
+// Limits on producer headers.
+const (
+	MaxHeaders   = 64
+	MaxHeaderKey = 256
+)
+
+// CheckHeaders validates producer headers: at most MaxHeaders, keys not
+// empty, at most MaxHeaderKey bytes, and not starting with ReservedPrefix.
+func CheckHeaders(h map[string]string) error {
+	if len(h) > MaxHeaders {
+		return fmt.Errorf("%d headers, at most %d: %w", len(h), MaxHeaders, ErrInvalidArgument)
+	}
+	for k := range h {
+		switch {
+		case k == "":
+			return fmt.Errorf("empty header name: %w", ErrInvalidArgument)
+		case len(k) > MaxHeaderKey:
+			return fmt.Errorf("header name of %d bytes, at most %d: %w", len(k), MaxHeaderKey, ErrInvalidArgument)
+		case strings.HasPrefix(strings.ToLower(k), ReservedPrefix):
+			return fmt.Errorf("header %q: names starting with %q are reserved: %w", k, ReservedPrefix, ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// Encode marshals v and wraps it in an envelope with headers (the
+// producer's, then the trace context); the times are left for the script
+// to fill in from the server clock. The payload plus the headers must fit
+// the queue's max payload size.
+func (c *Core) Encode(id string, v any, user, trace map[string]string) ([]byte, error) {
+	payload, err := c.Cfg.Codec.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode with %s codec: %w", c.Cfg.Codec.Name(), err)
+	}
+	headers := user
+	if len(trace) > 0 {
+		if len(user) == 0 {
+			headers = trace
+		} else {
+			headers = make(map[string]string, len(user)+len(trace))
+			for k, v := range user {
+				headers[k] = v
+			}
+			for k, v := range trace {
+				headers[k] = v
+			}
+		}
+	}
+	size := len(payload)
+	for k, v := range user {
+		size += len(k) + len(v)
+	}
+	if c.Cfg.MaxPayload > 0 && size > c.Cfg.MaxPayload {
+		return nil, fmt.Errorf("%w: %d bytes encoded, limit %d (blocking.WithMaxPayloadSize)", ErrPayloadTooLarge, size, c.Cfg.MaxPayload)
+	}
+	e := envelope.Envelope{ID: id, Headers: headers, Payload: payload}
+	return e.Marshal(), nil
+}
+
+// Decode unmarshals an envelope, as a reader of Cfg.MaxEnvelopeVersion.
+func (c *Core) Decode(raw []byte) (envelope.Envelope, error) {
+	return envelope.UnmarshalUpTo(raw, c.Cfg.MaxEnvelopeVersion)
+}
+
+// StartBackground makes sure this process works for the queue while it is
+// open: transfers its due items and reclaims its expired leases, reports its
+// depth, and records its max attempts in Redis when the user chose one.
+// Called by every consuming call; only the first does anything (the
+// recording is tried again until it succeeds).
+func (c *Core) StartBackground(ctx context.Context) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.reg == nil {
+		r, err := c.register()
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.reg = r
+		c.stopGauge = c.Tel.RegisterDepth(c.Store.Depths)
+	}
+	record := c.Cfg.MaxAttemptsSet && !c.maxWritten
+	c.mu.Unlock()
+	if record {
+		c.recordMaxAttempts(ctx)
+	}
+	return nil
+}
+
+// recordMaxAttempts writes the queue's limit to Redis, where every process
+// reads it, and says so when it replaces another process's.
+func (c *Core) recordMaxAttempts(ctx context.Context) {
+	prev, err := Call(ctx, c, func(ctx context.Context) (int64, error) {
+		return c.Store.SetMaxAttempts(ctx, c.Cfg.MaxAttempts)
+	}, nil)
+	if err != nil {
+		return // tried again by the next call
+	}
+	c.mu.Lock()
+	c.maxWritten = true
+	c.mu.Unlock()
+	if prev != 0 && prev != int64(c.Cfg.MaxAttempts) {
+		c.Cfg.Logger.Warn("redelay: max attempts changed for every process of this queue",
+			"queue", c.Name(), "was", prev, "now", c.Cfg.MaxAttempts)
+	}
+}
+
+// Register adds a transfer registration owned by the caller (delayed.Queue
+// holds one of its own, released by its Close).
+func (c *Core) Register() (*transfer.Registration, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return c.register()
+}
+
+func (c *Core) register() (*transfer.Registration, error) {
+	r, err := transfer.Register(transfer.Target{
+		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
+		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)
+	}
+	return r, nil
+}
+
+// Close stops the background work this core started, makes blocked calls
+// return ErrClosed, and waits a little (closeWait at most, so that it
+// returns promptly while Redis is unreachable) for the calls it interrupted
+// to give back what they took. Idempotent.
+func (c *Core) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	reg, stop := c.reg, c.stopGauge
+	c.reg, c.stopGauge = nil, nil
+	c.mu.Unlock()
+	if reg != nil {
+		reg.Close()
+	}
+	if stop != nil {
+		stop()
+	}
+	done := make(chan struct{})
+	go func() {
+		c.bg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		c.Cfg.Logger.Warn("redelay: closed with Redis calls still in flight; they finish in the background", "queue", c.Name())
+	}
+	return nil
+}
+
+// CheckDue validates a due time.
+func CheckDue(due time.Time) error {
+	if due.IsZero() || due.Before(time.UnixMicro(1)) || due.After(MaxDue) {
+		return fmt.Errorf("due time %v out of range (1970 to %v): %w", due, MaxDue.UTC().Format(time.DateOnly), ErrInvalidArgument)
+	}
+	return nil
+}
+
+// CheckDelay validates a delay from now.
+func CheckDelay(what string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("negative %s %v: %w", what, d, ErrInvalidArgument)
+	}
+	if now := time.Now(); now.Add(d).After(MaxDue) || now.Add(d).Before(now) {
+		return fmt.Errorf("%s %v out of range (due after %v): %w", what, d, MaxDue.UTC().Format(time.DateOnly), ErrInvalidArgument)
+	}
+	return nil
+}

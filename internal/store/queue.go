@@ -1,0 +1,460 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/lua"
+)
+
+// DefaultMaxAttempts applies when no process recorded a queue's limit.
+const DefaultMaxAttempts = 10
+
+// ClaimedHold is how long an item may sit in a queue's claimed list before
+// the reclaimer gives it back to the ready list. It is far above the time a
+// live consumer needs between its wait and its lease (a round trip), and
+// above the time go-redis takes to resend a lost reply with default
+// settings (about 4 × 3 s), which [Queue.Confirm]'s caller relies on. It
+// must be the same in every process, so it is not configurable.
+const ClaimedHold = 30 * time.Second
+
+// LaneTTL is how long an offer call's outcome is kept for a resend of the
+// same call to find: longer than go-redis's resends and a held packet.
+const LaneTTL = 60 * time.Second
+
+// Queue is the Redis side of one queue: its keys and every operation on
+// them.
+type Queue struct {
+	c *Client
+	K keys.Queue
+}
+
+// Queue returns the operations on the queue with keys k.
+func (c *Client) Queue(k keys.Queue) *Queue { return &Queue{c: c, K: k} }
+
+// Client returns the client q runs on.
+func (q *Queue) Client() *Client { return q.c }
+
+// OfferItem is one item of an offer call.
+type OfferItem struct {
+	ID   string
+	Env  []byte
+	Mode byte  // 'd': due US µs from now; 'a': due at US (Unix µs); 'r': ready now
+	US   int64 // the delay or due time, µs
+}
+
+// Offer runs offer.lua for items as one call recorded under lane with
+// nonce, and returns one status per item (lua.Offer*).
+func (q *Queue) Offer(ctx context.Context, lane, nonce string, items []OfferItem) ([]int64, error) {
+	res, err := q.c.eval(ctx, lua.Offer, q.offerKeys(lane), offerArgs(q.K.Wake, nonce, items)...).Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(items) {
+		return nil, fmt.Errorf("%d statuses for %d offers", len(res), len(items))
+	}
+	return res, nil
+}
+
+func (q *Queue) offerKeys(lane string) []string {
+	k := q.K
+	return []string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane)}
+}
+
+func offerArgs(wake, nonce string, items []OfferItem) []any {
+	argv := make([]any, 3, 3+4*len(items))
+	argv[0], argv[1], argv[2] = wake, nonce, LaneTTL.Milliseconds()
+	for _, it := range items {
+		argv = append(argv, it.ID, it.Env, string(it.Mode), it.US)
+	}
+	return argv
+}
+
+// OfferCall is one offer.lua call of a pipelined batch.
+type OfferCall struct {
+	Lane, Nonce string
+	Items       []OfferItem
+	Statuses    []int64 // set by OfferPipelined
+	Err         error   // set by OfferPipelined
+}
+
+// OfferPipelined sends calls in one round trip. A pipeline sends only
+// EVALSHA: calls the server answers with NOSCRIPT (first use, restart,
+// failover) did nothing, so the script is loaded and they are sent again.
+// Each call's result is in its Statuses or Err.
+func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall) {
+	send := func(calls []*OfferCall) []*redis.Cmd {
+		pipe := q.c.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(calls))
+		for i, c := range calls {
+			cmds[i] = lua.Offer.EvalSha(ctx, pipe, q.offerKeys(c.Lane), offerArgs(q.K.Wake, c.Nonce, c.Items)...)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command
+		return cmds
+	}
+	cmds := send(calls)
+	var missing []*OfferCall
+	var missingAt []int
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			missing = append(missing, calls[i])
+			missingAt = append(missingAt, i)
+		}
+	}
+	if len(missing) > 0 {
+		if err := lua.Offer.Load(ctx, q.c.rdb).Err(); err != nil {
+			for _, c := range missing {
+				c.Err = fmt.Errorf("load script: %w", err)
+			}
+		} else {
+			for j, cmd := range send(missing) {
+				cmds[missingAt[j]] = cmd
+			}
+		}
+	}
+	for i, c := range calls {
+		if c.Err != nil {
+			continue
+		}
+		c.Statuses, c.Err = cmds[i].Int64Slice()
+		if c.Err == nil && len(c.Statuses) != len(c.Items) {
+			c.Err = fmt.Errorf("%d statuses for %d offers", len(c.Statuses), len(c.Items))
+		}
+	}
+}
+
+// Pop removes and returns the oldest ready item without blocking; nil when
+// the list is empty. go-redis does not resend it: a resent pop would take a
+// second item while the first one's reply is lost.
+func (q *Queue) Pop(ctx context.Context) ([]byte, error) {
+	b, err := q.c.do(ctx, false, "rpop", q.K.Ready).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []byte(b), nil
+}
+
+// WaitClaim blocks for at most block until an item is ready, then moves
+// the oldest one to the claimed list and returns it (nil after the block
+// with nothing ready). Waiting writes nothing, and Redis hands each item to
+// one waiting client. An item whose reply is lost stays in the claimed list
+// until the reclaimer gives it back (ClaimedHold): nothing is lost.
+func (q *Queue) WaitClaim(ctx context.Context, block time.Duration) ([]byte, error) {
+	k := q.K
+	var b string
+	var err error
+	if q.c.block > 0 {
+		b, err = q.c.do(ctx, true, "blmove", k.Ready, k.Claimed, "RIGHT", "LEFT", secs(block)).Text()
+	} else {
+		// The client's read timeout is too short for a block through Do,
+		// whose reply must come within it; go-redis gives a typed blocking
+		// command the block plus 10 s. Such commands take whole seconds.
+		b, err = q.c.rdb.BLMove(ctx, k.Ready, k.Claimed, "RIGHT", "LEFT", time.Second).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []byte(b), nil
+}
+
+// Confirm takes a claimed item for good (Take): false when it is no longer
+// in the claimed list. A resent Confirm finds nothing, so the caller tells
+// "already taken by my first send" from "given back by the reclaimer" by
+// how long ago it claimed the item (see ClaimedHold).
+func (q *Queue) Confirm(ctx context.Context, env []byte) (bool, error) {
+	n, err := q.c.do(ctx, true, "lrem", q.K.Claimed, 1, env).Int64()
+	return n == 1, err
+}
+
+// Unclaim gives a claimed item back to the head of the ready list.
+func (q *Queue) Unclaim(ctx context.Context, env []byte) (bool, error) {
+	k := q.K
+	n, err := q.c.eval(ctx, lua.Unclaim, []string{k.Claimed, k.Ready}, env).Int64()
+	return n == 1, err
+}
+
+// PushBack puts a popped item back at the head of the ready list.
+func (q *Queue) PushBack(ctx context.Context, env []byte) error {
+	return q.c.do(ctx, true, "rpush", q.K.Ready, env).Err()
+}
+
+// DeadLetter appends raw bytes to the dead letters as they are.
+func (q *Queue) DeadLetter(ctx context.Context, raw []byte) error {
+	return q.c.do(ctx, true, "lpush", q.K.DeadReady, raw).Err()
+}
+
+// Leased is one entry of a Lease reply: a lease (Token set, Data the
+// envelope) or bytes moved to the dead letters (Token empty, Data why).
+type Leased struct {
+	Token string
+	Data  []byte
+}
+
+// Lease runs receive.lua: leases up to max ready items for vis, with tokens
+// prefix+index, claimed first when not nil. nil when nothing was ready.
+func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix string, claimed []byte) ([]Leased, error) {
+	k := q.K
+	if claimed == nil {
+		claimed = []byte{}
+	}
+	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady},
+		vis.Milliseconds(), max, prefix, claimed).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(res)%2 != 0 {
+		return nil, fmt.Errorf("unexpected receive reply of %d values", len(res))
+	}
+	out := make([]Leased, len(res)/2)
+	for i := range out {
+		out[i] = Leased{Token: res[2*i], Data: []byte(res[2*i+1])}
+	}
+	return out, nil
+}
+
+// Ack removes leases in one round trip and reports, per token, whether it
+// was still held. Removing the inflight entry is the ack; the lease entry
+// is only an index, and one left behind by a crash between the two is
+// dropped by the reclaimer.
+func (q *Queue) Ack(ctx context.Context, tokens []string) ([]bool, []error) {
+	k := q.K
+	dels := make([]*redis.IntCmd, len(tokens))
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, t := range tokens {
+			dels[i] = p.HDel(ctx, k.Inflight, t)
+			p.ZRem(ctx, k.Leases, t)
+		}
+		return nil
+	})
+	held := make([]bool, len(tokens))
+	errs := make([]error, len(tokens))
+	for i, d := range dels {
+		switch {
+		case d.Err() != nil:
+			errs[i] = d.Err()
+		case err != nil && d.Val() == 0:
+			errs[i] = err
+		default:
+			held[i] = d.Val() == 1
+		}
+	}
+	return held, errs
+}
+
+// Settle is one settle.lua call.
+type Settle struct {
+	Token       string        // lease token, or "" for an item that is not leased
+	Env         []byte        // the item, when it is not leased
+	Reason      string        // the failure, for the item's error header
+	Dead        bool          // dead-letter now
+	Delay       time.Duration // retry delay
+	Attempt     int           // this delivery's number
+	MaxAttempts int           // when the queue has none recorded
+	Nonce       string        // retry-set nonce when Token is ""
+}
+
+// Settle runs settle.lua and returns its status (lua.Settle*) and the
+// queue's max attempts.
+func (q *Queue) Settle(ctx context.Context, s Settle) (status, maxAttempts int64, err error) {
+	k := q.K
+	mode := "retry"
+	if s.Dead {
+		mode = "dead"
+	}
+	env := s.Env
+	if env == nil {
+		env = []byte{}
+	}
+	res, err := q.c.eval(ctx, lua.Settle,
+		[]string{k.Leases, k.Inflight, k.Retry, k.Delayed, k.Ready, k.DeadReady, k.Meta},
+		s.Token, env, s.Reason, s.Delay.Microseconds(), s.Attempt, k.Wake, s.MaxAttempts, s.Nonce, mode).Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("unexpected settle reply %v", res)
+	}
+	return res[0], res[1], nil
+}
+
+// Extend moves the deadlines of the leases named by tokens to now + by,
+// in one call, and reports per token whether the lease was still held.
+func (q *Queue) Extend(ctx context.Context, by time.Duration, tokens []string) ([]bool, error) {
+	k := q.K
+	args := make([]any, 1, 1+len(tokens))
+	args[0] = by.Milliseconds()
+	for _, t := range tokens {
+		args = append(args, t)
+	}
+	res, err := q.c.eval(ctx, lua.Extend, []string{k.Leases, k.Inflight}, args...).Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(tokens) {
+		return nil, fmt.Errorf("%d results for %d leases", len(res), len(tokens))
+	}
+	held := make([]bool, len(res))
+	for i, d := range res {
+		held[i] = d > 0
+	}
+	return held, nil
+}
+
+// Release gives leased items back to the head of the ready list without
+// counting an attempt, and returns how many were still held.
+func (q *Queue) Release(ctx context.Context, tokens []string) (int64, error) {
+	if len(tokens) == 0 {
+		return 0, nil
+	}
+	k := q.K
+	args := make([]any, len(tokens))
+	for i, t := range tokens {
+		args[i] = t
+	}
+	return q.c.eval(ctx, lua.Release, []string{k.Leases, k.Inflight, k.Ready}, args...).Int64()
+}
+
+// Moved is the result of one Transfer call.
+type Moved struct {
+	N       int64 // items moved
+	NextDue int64 // earliest pending due time, Unix µs; -1 when none
+	NowUs   int64 // the server's clock
+}
+
+// Transfer moves up to batch due items to the ready list.
+func (q *Queue) Transfer(ctx context.Context, batch int) (Moved, error) {
+	k := q.K
+	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry}, batch).Int64Slice()
+	if err != nil {
+		return Moved{}, err
+	}
+	if len(res) != 4 {
+		return Moved{}, fmt.Errorf("unexpected transfer reply %v", res)
+	}
+	return Moved{N: res[0], NextDue: res[1], NowUs: res[3]}, nil
+}
+
+// Reclaimed is the result of one Reclaim call.
+type Reclaimed struct {
+	Moved       int64 // expired leases made ready again
+	NextLease   int64 // earliest lease deadline, Unix ms; -1 when none
+	NowMs       int64 // the server's clock
+	MaxAttempts int64
+	GivenBack   int64    // items given back from the claimed list
+	Dead        []string // IDs of items whose lease expired on their last attempt, dead-lettered
+}
+
+// Reclaim makes up to batch expired leases ready again (or dead-letters
+// them after their last attempt) and gives back items stranded in the
+// claimed list.
+func (q *Queue) Reclaim(ctx context.Context, batch, fallbackMax int) (Reclaimed, error) {
+	k := q.K
+	res, err := q.c.eval(ctx, lua.Reclaim,
+		[]string{k.Leases, k.Inflight, k.Ready, k.Meta, k.Claimed, k.Seen, k.DeadReady},
+		batch, fallbackMax, ClaimedHold.Milliseconds()).Slice()
+	if err != nil {
+		return Reclaimed{}, err
+	}
+	if len(res) < 6 {
+		return Reclaimed{}, fmt.Errorf("unexpected reclaim reply of %d values", len(res))
+	}
+	var r Reclaimed
+	r.Moved, _ = res[0].(int64)
+	r.NextLease, _ = res[1].(int64)
+	r.NowMs, _ = res[2].(int64)
+	r.MaxAttempts, _ = res[3].(int64)
+	r.GivenBack, _ = res[4].(int64)
+	for _, v := range res[6:] {
+		id, _ := v.(string)
+		r.Dead = append(r.Dead, id)
+	}
+	return r, nil
+}
+
+// Remove cancels the pending delayed item id.
+func (q *Queue) Remove(ctx context.Context, id string) (bool, error) {
+	k := q.K
+	n, err := q.c.eval(ctx, lua.Remove, []string{k.Delayed, k.Items}, id).Int64()
+	return n == 1, err
+}
+
+// ReadyLen is the number of ready items.
+func (q *Queue) ReadyLen(ctx context.Context) (int64, error) {
+	return q.c.rdb.LLen(ctx, q.K.Ready).Result()
+}
+
+// DelayedLen is the number of pending delayed items (retries not counted).
+func (q *Queue) DelayedLen(ctx context.Context) (int64, error) {
+	return q.c.rdb.ZCard(ctx, q.K.Delayed).Result()
+}
+
+// ClearDelayed drops every pending delayed item (retries are kept).
+func (q *Queue) ClearDelayed(ctx context.Context) error {
+	return q.c.rdb.Unlink(ctx, q.K.Delayed, q.K.Items).Err()
+}
+
+// Depths are a queue's item counts by state.
+type Depths struct {
+	Delayed, Retry, Ready, Inflight, Dead int64
+}
+
+// Depths reads the counts in one round trip.
+func (q *Queue) Depths(ctx context.Context) (Depths, error) {
+	k := q.K
+	var cmds [5]*redis.IntCmd
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmds[0] = p.ZCard(ctx, k.Delayed)
+		cmds[1] = p.ZCard(ctx, k.Retry)
+		cmds[2] = p.LLen(ctx, k.Ready)
+		cmds[3] = p.HLen(ctx, k.Inflight)
+		cmds[4] = p.LLen(ctx, k.DeadReady)
+		return nil
+	})
+	if err != nil {
+		return Depths{}, err
+	}
+	return Depths{cmds[0].Val(), cmds[1].Val(), cmds[2].Val(), cmds[3].Val(), cmds[4].Val()}, nil
+}
+
+// Redrive moves up to batch dead letters back to the ready list.
+func (q *Queue) Redrive(ctx context.Context, batch int) (int64, error) {
+	k := q.K
+	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready}, batch).Int64()
+}
+
+// SetMaxAttempts records the queue's limit, shared by every process, and
+// returns the one recorded before (0 when none).
+func (q *Queue) SetMaxAttempts(ctx context.Context, n int) (int64, error) {
+	var prev *redis.StringCmd
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		prev = p.HGet(ctx, q.K.Meta, "max_attempts")
+		p.HSet(ctx, q.K.Meta, "max_attempts", n)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	s, err := prev.Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
