@@ -305,15 +305,17 @@ func (c *consumer[T]) stopRunning() []*Delivery[T] {
 	c.mu.Lock()
 	var ds []*Delivery[T]
 	for d, cancel := range c.held {
-		if cancel != nil {
-			cancel()
-		}
+		// Given back first, cancelled second: a handler that returns at
+		// once finds its delivery given back, and settles nothing.
 		d.mu.Lock()
 		if d.state == leased {
 			d.state = released
 			ds = append(ds, d)
 		}
 		d.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 	}
 	c.mu.Unlock()
 	c.release(ds)
@@ -469,9 +471,9 @@ func (c *consumer[T]) handle(d *Delivery[T]) {
 	case err == nil:
 		settleErr = c.ack(d)
 	case errors.As(err, &skip):
-		settleErr = d.nack(ctx, 0, err.Error(), true)
+		settleErr = d.nack(ctx, 0, skip.err.Error(), true)
 	case errors.As(err, &after):
-		settleErr = d.nack(ctx, safeDelay(func(int) time.Duration { return after.d }, d.Attempt), err.Error(), false)
+		settleErr = d.nack(ctx, safeDelay(func(int) time.Duration { return after.d }, d.Attempt), after.err.Error(), false)
 	default:
 		settleErr = d.nack(ctx, c.backoff(d.Attempt), err.Error(), false)
 	}

@@ -87,21 +87,28 @@ func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.
 	}
 	start := time.Now()
 	var claimed []byte
+	lease := true // lease what is ready first, then after each claim
 	for {
-		ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff)
-		if err != nil {
-			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
-		}
-		if len(ds) > 0 {
-			return ds, nil
+		if lease {
+			ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff)
+			if err != nil {
+				return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
+			}
+			if len(ds) > 0 {
+				return ds, nil
+			}
 		}
 		block := q.core.Store.Client().Block(ctx)
+		var err error
 		claimed, err = queue.Wait(ctx, q.core, func(ctx context.Context) ([]byte, error) {
 			return q.core.Store.WaitClaim(ctx, block)
 		}, q.unclaimLate)
 		if err != nil {
 			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
 		}
+		// A wait that ended empty found nothing ready: wait again, at no
+		// cost to Redis.
+		lease = claimed != nil
 	}
 }
 

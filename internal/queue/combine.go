@@ -113,8 +113,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	cb.queue = append(cb.queue, req)
 	if cb.sending < maxSending {
 		cb.sending++
-		c.bg.Add(1)
-		go c.send()
+		c.bg.Go(c.send)
 	}
 	cb.mu.Unlock()
 	select {
@@ -139,7 +138,6 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 
 // send sends queued offers until none is left.
 func (c *Core) send() {
-	defer c.bg.Done()
 	lane, name, _ := c.lanes.get()
 	defer c.lanes.put(lane)
 	cb := &c.comb

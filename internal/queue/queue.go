@@ -83,8 +83,8 @@ type Core struct {
 	lanes lanes
 	comb  combiner
 
-	closing chan struct{}  // closed by Close: blocked calls return ErrClosed
-	bg      sync.WaitGroup // calls given up on, finishing in the background
+	closing chan struct{} // closed by Close: blocked calls return ErrClosed
+	bg      store.Calls   // calls given up on, finishing in the background
 
 	mu         sync.Mutex
 	closed     bool
@@ -361,16 +361,7 @@ func (c *Core) Close() error {
 	if stop != nil {
 		stop()
 	}
-	done := make(chan struct{})
-	go func() {
-		c.bg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
+	if !c.bg.Wait(closeWait) {
 		c.Cfg.Logger.Warn("redelay: closed with Redis calls still in flight; they finish in the background", "queue", c.Name())
 	}
 	return nil

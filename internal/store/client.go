@@ -131,6 +131,54 @@ func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
 }
 
+// Calls counts calls that Await left to finish in the background, so that
+// their owner can wait for them (a bounded wait: Wait). The zero value is
+// ready to use.
+type Calls struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0, for waiters
+}
+
+func (c *Calls) add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *Calls) done() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+	c.mu.Unlock()
+}
+
+// Wait waits until no call is running, or for at most d; it reports
+// whether none is.
+func (c *Calls) Wait(d time.Duration) bool {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.mu.Unlock()
+		return true
+	}
+	if c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	idle := c.idle
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // Await runs call in a goroutine of its own and waits for its result, for
 // ctx to end or for stop to close, whichever comes first, and then returns
 // ctx's error or ErrStopped. The call itself is given ctx without its
@@ -139,7 +187,7 @@ func secs(d time.Duration) string {
 // the call took (a popped item, a lease). bg counts calls in flight. With a
 // ctx that cannot end and no stop channel, call runs in the caller's
 // goroutine.
-func Await[R any](ctx context.Context, stop <-chan struct{}, bg *sync.WaitGroup, call func(context.Context) (R, error), late func(R, error)) (R, error) {
+func Await[R any](ctx context.Context, stop <-chan struct{}, bg *Calls, call func(context.Context) (R, error), late func(R, error)) (R, error) {
 	var zero R
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -159,9 +207,9 @@ func Await[R any](ctx context.Context, stop <-chan struct{}, bg *sync.WaitGroup,
 	done := make(chan result, 1)
 	var mu sync.Mutex
 	abandoned := false
-	bg.Add(1)
+	bg.add()
 	go func() {
-		defer bg.Done()
+		defer bg.done()
 		v, err := call(context.WithoutCancel(ctx))
 		mu.Lock()
 		if !abandoned {
@@ -193,4 +241,13 @@ func Await[R any](ctx context.Context, stop <-chan struct{}, bg *sync.WaitGroup,
 	abandoned = true
 	mu.Unlock()
 	return zero, why
+}
+
+// Go runs f in a goroutine counted by c.
+func (c *Calls) Go(f func()) {
+	c.add()
+	go func() {
+		defer c.done()
+		f()
+	}()
 }

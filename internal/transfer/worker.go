@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/redelay/redelay/internal/store"
@@ -18,7 +17,7 @@ type worker struct {
 	wakeCh chan struct{} // capacity 1: wake-ups coalesce
 	quit   chan struct{}
 	done   chan struct{}
-	bg     sync.WaitGroup // script calls left to finish after stop
+	bg     store.Calls // script calls left to finish after stop
 }
 
 func newWorker(t Target) *worker {

@@ -1,0 +1,166 @@
+package delayed_test
+
+// Tests of the defects fixed before v1 (each failed on the code before its
+// fix; docs/hardening.md lists what each showed before and after).
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/internal/redistest"
+)
+
+// Due times beyond what a sorted-set score holds exactly (2255), before
+// 1970, or whose Unix microseconds overflow int64 (the year 294247 and
+// after), are refused (before: the year 586,560 was accepted and delivered
+// at once, 587,000 due in 2445).
+func TestOfferAtOutOfRange(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	q, dq := open[string](t, rdb, redistest.QueueName(t))
+	for _, due := range []time.Time{
+		time.Date(586000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(586560, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(587000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2256, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC),
+		{},
+	} {
+		if id, err := dq.OfferAt(ctx, "far", due); !errors.Is(err, delayed.ErrInvalidArgument) {
+			t.Errorf("OfferAt(%v) = %q, %v; want ErrInvalidArgument", due, id, err)
+		}
+	}
+	for _, d := range []time.Duration{-time.Nanosecond, 250 * 365 * 24 * time.Hour} {
+		if id, err := dq.Offer(ctx, "far", d); !errors.Is(err, delayed.ErrInvalidArgument) {
+			t.Errorf("Offer(%v) = %q, %v; want ErrInvalidArgument", d, id, err)
+		}
+	}
+	if _, err := dq.OfferAt(ctx, "in 2200", time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatalf("a due time in range: %v", err)
+	}
+	if n, _ := dq.Size(ctx); n != 1 {
+		t.Fatalf("pending = %d, want only the one in range", n)
+	}
+	if n, _ := q.Size(ctx); n != 0 {
+		t.Fatalf("ready = %d: a refused offer was delivered", n)
+	}
+}
+
+// A consumer's retry is the blocking queue's, not a pending item of the
+// delayed queue: Size does not count it, Clear keeps it, Remove does not
+// cancel it, and an Offer with its ID is no duplicate (before: all four
+// saw it as a delayed item).
+func TestRetriesAreNotDelayedItems(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	setup := func(t *testing.T) (*blocking.Queue[string], *delayed.Queue[string], string) {
+		t.Helper()
+		name := redistest.QueueName(t)
+		q, dq := open[string](t, rdb, name)
+		if _, err := dq.Offer(ctx, "job", 0, delayed.WithID("order-1")); err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		d, err := q.Receive(rctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Nack(ctx, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		return q, dq, name
+	}
+	retryPending := func(name string) bool {
+		return rdb.ZCard(ctx, redistest.KeysOf(name).Retry).Val() == 1
+	}
+	t.Run("Size", func(t *testing.T) {
+		_, dq, _ := setup(t)
+		if n, err := dq.Size(ctx); err != nil || n != 0 {
+			t.Fatalf("Size = %d, %v; want 0", n, err)
+		}
+	})
+	t.Run("Clear", func(t *testing.T) {
+		_, dq, name := setup(t)
+		if err := dq.Clear(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !retryPending(name) {
+			t.Fatal("Clear dropped the retry")
+		}
+	})
+	t.Run("Remove", func(t *testing.T) {
+		_, dq, name := setup(t)
+		if ok, err := dq.Remove(ctx, "order-1"); err != nil || ok || !retryPending(name) {
+			t.Fatalf("Remove = %v, %v; retry pending %v", ok, err, retryPending(name))
+		}
+	})
+	t.Run("WithID", func(t *testing.T) {
+		_, dq, name := setup(t)
+		if _, err := dq.Offer(ctx, "new job", time.Minute, delayed.WithID("order-1")); err != nil {
+			t.Fatalf("Offer(WithID) with only a retry of that ID pending: %v", err)
+		}
+		if n, _ := dq.Size(ctx); n != 1 || !retryPending(name) {
+			t.Fatalf("pending %d, retry %v", n, retryPending(name))
+		}
+	})
+}
+
+// No user ID can collide with a retry: an ID shaped like the field the
+// old nack script used for a retry ("x#" + lease token) is an ID like any
+// other (before: the retry overwrote that item, which was lost, and the
+// retry was delivered twice).
+func TestUserIDLikeRetryField(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	name := redistest.QueueName(t)
+	q, dq := open[string](t, rdb, name)
+	k := redistest.KeysOf(name)
+	if _, err := dq.Offer(ctx, "a", 0, delayed.WithID("x")); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	da, err := q.Receive(rctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := rdb.HKeys(ctx, k.Inflight).Val()
+	if len(tokens) != 1 {
+		t.Fatalf("leases %q", tokens)
+	}
+	lookalike := "x#" + tokens[0]
+	if _, err := dq.Offer(ctx, "b", time.Hour, delayed.WithID("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dq.Offer(ctx, "c", 300*time.Millisecond, delayed.WithID(lookalike)); err != nil {
+		t.Fatal(err)
+	}
+	if err := da.Nack(ctx, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := rdb.ZCard(ctx, k.Delayed).Val(), rdb.HLen(ctx, k.Items).Val(); n != 2 || m != 2 {
+		t.Fatalf("%d pending members, %d item fields; want b and c", n, m)
+	}
+	count := map[string]int{}
+	for {
+		v, ok, err := q.Poll(ctx, 1500*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		count[v]++
+	}
+	if count["a"] != 1 || count["c"] != 1 || len(count) != 2 {
+		t.Fatalf("delivered %v, want the retry a and the item c once each", count)
+	}
+}
