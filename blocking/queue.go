@@ -91,9 +91,11 @@ const MaxIDLen = 256
 // Offer appends v to the queue, ready to take now, and returns its ID.
 //
 // Offer is idempotent on resend: when go-redis sends the call again after
-// a lost reply, the item is stored once. If ctx ends while the offer is on
-// its way, Offer returns an error wrapping ctx.Err() and the item may or
-// may not have been stored; the ID is returned with that error.
+// a lost reply, the item is stored once. A nil error means stored. An
+// error returned with the ID means the offer was sent but its outcome did
+// not come back (ctx ended meanwhile, wrapped in the error, or the reply
+// was lost): the item may have been stored, once. An error without an ID
+// means it was not stored.
 func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	if err := q.core.Err(); err != nil {
 		return "", err

@@ -22,7 +22,8 @@ const batchPipeline = 8
 // atomic script call, eight chunks per round trip: the cost per item is a
 // fraction of a single Offer's. The batch as a whole is not atomic:
 // with an error come the IDs of the chunks offered before the first failed
-// one (later chunks of the same round trip may have been offered too).
+// one (the failed chunk, and later chunks of the same round trip, may have
+// been offered too).
 // Values due at the same time become ready in slice order. Each chunk is
 // idempotent on resend, like Offer. WithHeaders applies to every item;
 // WithID is refused ([ErrInvalidArgument]).
@@ -89,7 +90,7 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 		for i, c := range calls {
 			first := gStart + i*batchChunk
 			if c.Err != nil {
-				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", name, first, first+len(c.Items)-1, c.Err)
+				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", name, first, first+len(c.Items)-1, &queue.OfferOutcomeUnknown{Err: c.Err})
 			}
 			for _, it := range c.Items {
 				ids = append(ids, it.ID)

@@ -126,10 +126,12 @@ func (o *offerOptions) apply(opts []OfferOption) {
 //
 // Offer is idempotent on resend: when go-redis sends the call again after a
 // lost reply, the item is stored once, and a WithID offer does not find
-// itself a duplicate. If ctx ends while the offer is on its way, Offer
-// returns an error wrapping ctx.Err() and the item may or may not have been
-// stored; the ID is returned with that error (a later Offer with the same
-// WithID tells: ErrDuplicate while it is pending).
+// itself a duplicate. A nil error means stored. An error returned with the
+// ID means the offer was sent but its outcome did not come back (ctx ended
+// meanwhile, wrapped in the error, or the reply was lost): the item may
+// have been stored, once (a later Offer with the same WithID tells:
+// ErrDuplicate while it is pending). An error without an ID means it was
+// not stored.
 func (d *Queue[T]) Offer(ctx context.Context, v T, delay time.Duration, opts ...OfferOption) (string, error) {
 	if err := queue.CheckDelay("delay", delay); err != nil {
 		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)

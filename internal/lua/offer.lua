@@ -11,7 +11,9 @@
 -- A call is idempotent: its outcome is recorded under the caller's lane
 -- with the call's nonce, and a second run of the same call (the client
 -- resent it after a lost reply, or a copy held in the network arrived late)
--- changes nothing and returns the recorded outcome.
+-- changes nothing and returns the recorded outcome. A copy that arrives
+-- after a later call of the lane ran changes nothing either and returns
+-- an error (its caller gave up on it long ago).
 --
 -- Every key is read (which checks its type) before the first write, so a
 -- call that fails changes nothing.
@@ -24,7 +26,7 @@
 -- KEYS[6] -> redelay:{q}:lane:<L>  STRING this caller's last call and its outcome
 -- ARGV[1] -> wake-up channel, published to when an item offered here becomes
 --            the earliest pending one
--- ARGV[2] -> call nonce (unique per call)
+-- ARGV[2] -> call nonce, base 36, growing from call to call of the lane
 -- ARGV[3] -> how long the lane record lives, ms
 -- ARGV[4+4k .. 7+4k], one group per item, in offer order:
 --   id
@@ -38,6 +40,9 @@
 -- Due times use the server clock (TIME), so producers' clocks do not matter.
 
 local replay = lane_replay(KEYS[6], ARGV[2])
+if replay == false then
+  return redis.error_reply('STALE offer call ' .. ARGV[2] .. ': a later call of its lane ran already')
+end
 if replay then
   local out = {}
   for i = 1, #replay do

@@ -116,15 +116,27 @@ local function head_due(kDelayed, kRetry)
   return due
 end
 
--- lane_replay returns the recorded outcome when this call (ARGV nonce) has
--- run before: the client sent it again after a lost reply, or a copy held
--- in the network arrived late. Every call that is not idempotent by itself
--- records its outcome under its lane (one producer's call slot) with
--- lane_record; nil means this is the call's first run.
+-- lane_replay tells whether this call (ARGV nonce) ran before. Every call
+-- that is not idempotent by itself records its outcome under its lane (one
+-- producer's call slot) with lane_record; the nonces of a lane's calls grow
+-- (base 36), one call at a time. It returns the recorded outcome when this
+-- call ran before (the client resent it after a lost reply, or a copy held
+-- in the network arrived late), false when a later call of the lane ran
+-- already (this is a stale copy: it must change nothing), nil when this is
+-- the call's first run.
 local function lane_replay(kLane, nonce)
   local rec = redis.call('GET', kLane)
-  if rec and string.sub(rec, 1, #nonce + 1) == nonce .. '|' then
-    return string.sub(rec, #nonce + 2)
+  if not rec then
+    return nil
+  end
+  local bar = string.find(rec, '|', 1, true)
+  local last = tonumber(string.sub(rec, 1, bar - 1), 36)
+  local this = tonumber(nonce, 36)
+  if this == last then
+    return string.sub(rec, bar + 1)
+  end
+  if this < last then
+    return false
   end
   return nil
 end

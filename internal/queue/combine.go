@@ -27,8 +27,8 @@ const maxSending = 4
 type lanes struct {
 	mu     sync.Mutex
 	prefix string
+	names  []string // by lane number, built once
 	free   []int
-	next   int
 	nonce  uint64
 }
 
@@ -43,11 +43,11 @@ func (l *lanes) get() (lane int, name, nonce string) {
 		lane = l.free[n-1]
 		l.free = l.free[:n-1]
 	} else {
-		lane = l.next
-		l.next++
+		lane = len(l.names)
+		l.names = append(l.names, l.prefix+"."+strconv.Itoa(lane))
 	}
 	l.nonce++
-	return lane, l.prefix + "." + strconv.Itoa(lane), strconv.FormatUint(l.nonce, 36)
+	return lane, l.names[lane], strconv.FormatUint(l.nonce, 36)
 }
 
 // nextNonce returns a new nonce for another call on a lane already held.
@@ -89,20 +89,22 @@ type combiner struct {
 	sending int
 }
 
-// OfferOutcomeUnknown wraps the context error of an offer whose context
-// ended while it was on its way: the item may or may not have been stored.
+// OfferOutcomeUnknown wraps the error of an offer that was sent but whose
+// outcome did not come back (its context ended meanwhile, or the reply was
+// lost): the item may or may not have been stored, and the offer returns
+// the item's ID with the error.
 type OfferOutcomeUnknown struct{ Err error }
 
 func (e *OfferOutcomeUnknown) Error() string {
-	return fmt.Sprintf("%v (the offer was sent; the item may have been stored)", e.Err)
+	return fmt.Sprintf("%v (the offer was sent: the item may have been stored)", e.Err)
 }
 
 func (e *OfferOutcomeUnknown) Unwrap() error { return e.Err }
 
 // Offer sends one item, alone or with others, and returns its status
-// (lua.Offer*). When ctx ends first, the error wraps ctx.Err(): the offer
-// was withdrawn (nothing stored) unless the error is an
-// *OfferOutcomeUnknown.
+// (lua.Offer*). An error that is an *OfferOutcomeUnknown means the offer
+// was sent and may have been stored; any other error (ctx ended before it
+// was sent) means it was not.
 func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -162,6 +164,12 @@ func (c *Core) send() {
 		// cancellation: the call is seen through, its outcome recorded.
 		ctx := context.WithoutCancel(batch[0].ctx)
 		statuses, err := c.Store.Offer(ctx, name, c.lanes.nextNonce(), items)
+		if err != nil {
+			// The call was sent: it may have run (a reply lost, a copy
+			// still in the network). A copy arriving after the lane's next
+			// call is refused by the script.
+			err = &OfferOutcomeUnknown{Err: err}
+		}
 		for i, r := range batch {
 			res := offerRes{err: err}
 			if err == nil {

@@ -1,0 +1,61 @@
+package queue
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestChecks(t *testing.T) {
+	for name, err := range map[string]error{
+		"negative delay":  CheckDelay("delay", -time.Nanosecond),
+		"delay past 2255": CheckDelay("delay", 240*365*24*time.Hour),
+		"zero time":       CheckDue(time.Time{}),
+		"before 1970":     CheckDue(time.Unix(-1, 0)),
+		"after 2255":      CheckDue(MaxDue.Add(time.Microsecond)),
+		"reserved header": CheckHeaders(map[string]string{"REDELAY-x": "v"}),
+		"empty header":    CheckHeaders(map[string]string{"": "v"}),
+		"long header":     CheckHeaders(map[string]string{strings.Repeat("k", MaxHeaderKey+1): "v"}),
+	} {
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	for name, err := range map[string]error{
+		"zero delay":  CheckDelay("delay", 0),
+		"a year":      CheckDelay("delay", 365*24*time.Hour),
+		"now":         CheckDue(time.Now()),
+		"MaxDue":      CheckDue(MaxDue),
+		"headers":     CheckHeaders(map[string]string{"traceparent": "x", "tenant": "y"}),
+		"no headers":  CheckHeaders(nil),
+		"redelay alo": CheckHeaders(map[string]string{"redelayed": "fine: no dash"}),
+	} {
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Lanes are reused, never shared by two calls at once, and every call on
+// a lane gets a new nonce.
+func TestLanes(t *testing.T) {
+	var l lanes
+	a, an, n1 := l.get()
+	b, bn, n2 := l.get()
+	if a == b || an == bn || n1 == n2 {
+		t.Fatalf("two held lanes share a name or nonce: %q %q %q %q", an, bn, n1, n2)
+	}
+	l.put(a)
+	c, cn, n3 := l.get()
+	if c != a || cn != an || n3 == n1 || n3 == n2 {
+		t.Fatalf("a freed lane is not reused with a new nonce: %d %q %q", c, cn, n3)
+	}
+	if l.nextNonce() == n3 {
+		t.Fatal("nextNonce repeated a nonce")
+	}
+}
