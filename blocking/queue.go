@@ -267,8 +267,15 @@ func (q *Queue[T]) wait(ctx context.Context, deadline time.Time) ([]byte, error)
 		return q.core.Store.Confirm(ctx, raw)
 	}, nil)
 	if err != nil {
-		// The item stays claimed; the reclaimer gives it back.
-		return nil, err
+		// Did the LREM run? Giving the item back tells: if it is still
+		// claimed, it goes back to the queue; if not, this Take took it.
+		back, uerr := queue.Call(context.WithoutCancel(ctx), q.core, func(ctx context.Context) (bool, error) {
+			return q.core.Store.Unclaim(ctx, raw)
+		}, nil)
+		if uerr != nil || back {
+			return nil, err // given back, or still claimed: the reclaimer gives it back
+		}
+		taken = false
 	}
 	if !taken {
 		// Not in the claimed list: either an earlier send of this very

@@ -92,6 +92,14 @@ func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.
 		if lease {
 			ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff)
 			if err != nil {
+				if claimed != nil {
+					// The lease did not happen (a script that fails changes
+					// nothing; a call given up on releases what it leased):
+					// the claimed item goes back now, not after the
+					// reclaimer's hold.
+					c := claimed
+					q.core.Background(func() { q.unclaimLate(c, nil) })
+				}
 				return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
 			}
 			if len(ds) > 0 {

@@ -189,6 +189,9 @@ func Wait[R any](ctx context.Context, c *Core, f func(context.Context) (R, error
 	return v, err
 }
 
+// Background runs f in a goroutine that Close waits for (briefly).
+func (c *Core) Background(f func()) { c.bg.Go(f) }
+
 // NewID returns a random 16-character ID (96 bits, URL-safe base64).
 func NewID() string {
 	var b [12]byte
