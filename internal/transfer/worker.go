@@ -36,11 +36,17 @@ func (w *worker) wake() {
 	}
 }
 
+// stopWait bounds how long stop waits for a script call in flight.
+const stopWait = time.Second
+
 // stop ends the worker. A script call in flight finishes in the background
-// (store.Await): stop never waits on the network.
+// (store.Await); stop waits for it for at most stopWait, so that a client
+// closed right after finds no call of ours on its connections, yet stop
+// returns promptly while Redis is unreachable.
 func (w *worker) stop() {
 	close(w.quit)
 	<-w.done
+	w.bg.Wait(stopWait)
 }
 
 // Backoff bounds after a failed run.
