@@ -1,8 +1,9 @@
 // Ordertimeout closes the orders that are not paid in time.
 //
 // Each new order gets a timer in a delayed queue, keyed by the order ID.
-// Paying an order cancels its timer with Remove. A consumer takes the timers
-// that fall due and closes those orders, unless they were paid meanwhile.
+// Paying an order cancels its timer with Remove. A consumer receives the
+// timers that fall due and closes those orders, unless they were paid
+// meanwhile.
 //
 //	go run ./examples/ordertimeout                              # embedded miniredis
 //	REDIS_ADDR=localhost:6379 go run ./examples/ordertimeout    # a Redis server
@@ -19,14 +20,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
-	"github.com/redelay/redelay/examples/internal/exampleredis"
 )
 
 // payWithin is how long a customer has to pay. Short for the demo; a shop
 // would use something like 30 * time.Minute.
 const payWithin = 1500 * time.Millisecond
+
+// shutdownTimeout is how long the consumer's handlers get to finish the
+// orders in hand once it is told to stop; then their timers go back to the
+// queue for another consumer. Consume's default is 30 s.
+const shutdownTimeout = 5 * time.Second
 
 // Order statuses.
 const (
@@ -86,7 +94,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	rdb, cleanup, err := exampleredis.Connect()
+	rdb, cleanup, err := connect()
 	if err != nil {
 		return err
 	}
@@ -104,11 +112,16 @@ func run() error {
 
 	orders := &orderStore{status: map[string]string{}}
 
-	// The consumer: close each order whose timer falls due.
+	// The consumer: close each order whose timer falls due. It reports each
+	// timer it handled on fired.
+	fired := make(chan string, 100)
 	consumerCtx, stopConsumer := context.WithCancel(ctx)
 	defer stopConsumer()
 	consumerDone := make(chan error, 1)
-	go func() { consumerDone <- closeUnpaid(consumerCtx, timers, orders) }()
+	go func() {
+		consumerDone <- timers.Consume(consumerCtx, closeUnpaid(orders, fired),
+			blocking.WithShutdownTimeout(shutdownTimeout))
+	}()
 
 	// The order service: create orders, each with its close-if-unpaid timer.
 	var all []string
@@ -144,22 +157,17 @@ func run() error {
 		}
 	}
 
-	// Wait until every timer has been cancelled or taken by the consumer,
-	// then stop the consumer (it finishes the order in hand first).
-	for {
-		waiting, err := deadlines.Size(ctx)
-		if err != nil {
-			return err
-		}
-		ready, err := timers.Size(ctx)
-		if err != nil {
-			return err
-		}
-		if waiting+ready == 0 {
-			break
-		}
+	// Wait until every order's timer has been cancelled or handled by the
+	// consumer, then stop the consumer: Consume lets the handler in hand
+	// finish (for up to shutdownTimeout) and settles it before it returns.
+	done := map[string]bool{}
+	for _, id := range cancelled {
+		done[id] = true
+	}
+	for slices.ContainsFunc(all, func(id string) bool { return !done[id] }) {
 		select {
-		case <-time.After(50 * time.Millisecond):
+		case id := <-fired:
+			done[id] = true
 		case err := <-consumerDone:
 			return fmt.Errorf("consumer stopped early: %w", err)
 		case <-ctx.Done():
@@ -167,8 +175,8 @@ func run() error {
 		}
 	}
 	stopConsumer()
-	if err := <-consumerDone; err != nil {
-		return err
+	if err := <-consumerDone; !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("consumer: %w", err)
 	}
 
 	paidIDs, closedIDs := orders.withStatus(paid), orders.withStatus(closed)
@@ -187,21 +195,54 @@ func run() error {
 	return nil
 }
 
-// closeUnpaid takes due timers and closes their orders if still pending,
-// until ctx ends.
-func closeUnpaid(ctx context.Context, timers *blocking.Queue[string], orders *orderStore) error {
-	for {
-		id, err := timers.Take(ctx)
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+// closeUnpaid returns the consumer's handler: it closes the order whose
+// timer fell due if the order is still pending, then reports the timer on
+// fired. Returning nil acks the timer; an error (a database error, say)
+// would retry it with backoff.
+//
+// Consume delivers at least once: if this process dies while closing an
+// order, the timer comes back to another consumer after the visibility
+// timeout (30 s by default). Closing is a compare-and-set, so a second
+// delivery changes nothing. (Take would be at most once: a timer taken by a
+// process that then crashed would be lost, and its order never closed.)
+func closeUnpaid(orders *orderStore, fired chan<- string) blocking.Handler[string] {
+	return func(ctx context.Context, d *blocking.Delivery[string]) error {
+		id := d.Value
 		if orders.transition(id, pending, closed) {
 			logf("%s not paid in time: closed", id)
 		} else {
 			logf("timer for %s ignored: order not pending", id)
 		}
+		select {
+		case fired <- id:
+		default: // the buffer is full: run no longer counts
+		}
+		return nil
 	}
+}
+
+// connect returns a client to the Redis server at $REDIS_ADDR (host:port),
+// after checking that it answers. With REDIS_ADDR unset it starts an
+// embedded miniredis on a loopback port instead, so that the example runs on
+// a machine with no Redis server, and says so on standard error. cleanup
+// closes the client and stops the embedded server, if any.
+func connect() (rdb *redis.Client, cleanup func(), err error) {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		mr, err := miniredis.Run()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start embedded miniredis: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "REDIS_ADDR not set: using an embedded miniredis at %s\n", mr.Addr())
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		return rdb, func() { _ = rdb.Close(); mr.Close() }, nil
+	}
+	rdb = redis.NewClient(&redis.Options{Addr: addr})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("redis at %s: %w", addr, err)
+	}
+	return rdb, func() { _ = rdb.Close() }, nil
 }

@@ -12,9 +12,11 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
-	"github.com/redelay/redelay/examples/internal/exampleredis"
 )
 
 // task is the value queued. Due is only there to show how late it arrives.
@@ -34,7 +36,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	rdb, cleanup, err := exampleredis.Connect()
+	rdb, cleanup, err := connect()
 	if err != nil {
 		return err
 	}
@@ -65,4 +67,30 @@ func run() error {
 			now.Sub(start).Round(time.Millisecond), t.Name, now.Sub(t.Due).Round(100*time.Microsecond))
 	}
 	return nil
+}
+
+// connect returns a client to the Redis server at $REDIS_ADDR (host:port),
+// after checking that it answers. With REDIS_ADDR unset it starts an
+// embedded miniredis on a loopback port instead, so that the example runs on
+// a machine with no Redis server, and says so on standard error. cleanup
+// closes the client and stops the embedded server, if any.
+func connect() (rdb *redis.Client, cleanup func(), err error) {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		mr, err := miniredis.Run()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start embedded miniredis: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "REDIS_ADDR not set: using an embedded miniredis at %s\n", mr.Addr())
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		return rdb, func() { _ = rdb.Close(); mr.Close() }, nil
+	}
+	rdb = redis.NewClient(&redis.Options{Addr: addr})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("redis at %s: %w", addr, err)
+	}
+	return rdb, func() { _ = rdb.Close() }, nil
 }

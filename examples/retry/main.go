@@ -1,6 +1,10 @@
 // Retry sends webhooks to receivers that sometimes fail. A failed delivery is
 // retried with backoff, up to a number of attempts; a webhook that fails them
-// all goes to the dead letters, where an operator reads why it failed.
+// all goes to the dead letters, where an operator reads why it failed. A
+// receiver's answer can change that: a 4xx such as 410 Gone is permanent, so
+// the webhook goes to the dead letters at once (blocking.SkipRetry), and a
+// 429 or 503 with a Retry-After header is retried when the receiver asked
+// (blocking.RetryAfter).
 //
 // The receivers are fake and deterministic, so the outcome is known in
 // advance, and the program checks it: it exits with status 1 if any webhook
@@ -23,8 +27,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redelay/redelay/blocking"
-	"github.com/redelay/redelay/examples/internal/exampleredis"
 )
 
 // Settings, short for the demo.
@@ -37,9 +43,10 @@ const (
 	// this long. Consume extends the lease while the handler runs. Production:
 	// the default, 30 s (leave out blocking.WithVisibilityTimeout).
 	visibility = time.Second
-	// postTimeout bounds one POST to a receiver; keep it well under the
-	// visibility timeout. Production: 10 s or so.
-	postTimeout = 250 * time.Millisecond
+	// sendTimeout bounds one attempt (blocking.WithHandlerTimeout): a
+	// receiver that has not answered by then has failed. Production: 10 s or
+	// so.
+	sendTimeout = 250 * time.Millisecond
 )
 
 // retryDelay is the wait before retrying a webhook whose attempt failed:
@@ -56,24 +63,34 @@ type Webhook struct {
 	ID    string // receivers deduplicate by it: delivery is at least once
 	URL   string
 	Event string
-	Run   string // which run of this demo offered it (see run)
 }
 
 // receiver is how a fake receiver behaves: its first `failures` calls fail
-// (all of them when failures is never), with a 503 or by hanging until the
-// caller times out; later calls succeed.
+// (all of them when failures is never) with the status given, or by hanging
+// until the caller times out when status is 0; later calls succeed. A
+// failure with a Retry-After also fails the calls that come before that
+// time, as a rate limiter would.
 type receiver struct {
-	failures int
-	hangs    bool
+	failures   int
+	status     int
+	retryAfter time.Duration
 }
 
 const never = -1
 
 var receivers = map[string]receiver{
-	"https://ok.example.com/hooks":    {failures: 0},
-	"https://flaky.example.com/hooks": {failures: 2},              // 503 twice, then fine
-	"https://slow.example.com/hooks":  {failures: 3, hangs: true}, // times out 3 times, then fine
-	"https://down.example.com/hooks":  {failures: never},          // 503 for good
+	"https://ok.example.com/hooks": {failures: 0},
+	// 503 twice, then fine.
+	"https://flaky.example.com/hooks": {failures: 2, status: http.StatusServiceUnavailable},
+	// No answer 3 times, then fine.
+	"https://slow.example.com/hooks": {failures: 3},
+	// 503 for good.
+	"https://down.example.com/hooks": {failures: never, status: http.StatusServiceUnavailable},
+	// 410 Gone: the receiver removed its endpoint.
+	"https://gone.example.com/hooks": {failures: never, status: http.StatusGone},
+	// 429 Too Many Requests with Retry-After: 1 (second), then fine if the
+	// sender waits that long.
+	"https://busy.example.com/hooks": {failures: 1, status: http.StatusTooManyRequests, retryAfter: time.Second},
 }
 
 var webhooks = []Webhook{
@@ -82,44 +99,73 @@ var webhooks = []Webhook{
 	{ID: "wh-3", URL: "https://ok.example.com/hooks", Event: "order.paid"},
 	{ID: "wh-4", URL: "https://down.example.com/hooks", Event: "order.paid"},
 	{ID: "wh-5", URL: "https://slow.example.com/hooks", Event: "order.shipped"},
-	{ID: "wh-6", URL: "https://ok.example.com/hooks", Event: "order.shipped"},
-	{ID: "wh-7", URL: "https://flaky.example.com/hooks", Event: "invoice.issued"},
+	{ID: "wh-6", URL: "https://gone.example.com/hooks", Event: "order.shipped"},
+	{ID: "wh-7", URL: "https://busy.example.com/hooks", Event: "invoice.issued"},
 	{ID: "wh-8", URL: "https://ok.example.com/hooks", Event: "invoice.issued"},
 }
 
 // expect returns what should become of w: delivered after n attempts, or
-// dead-lettered (n == 0).
-func expect(w Webhook) (attempts int) {
-	f := receivers[w.URL].failures
-	if f == never || f >= maxAttempts {
-		return 0
+// dead-lettered after n attempts with a last error that mentions status.
+func expect(w Webhook) (delivered bool, attempts int, status string) {
+	r := receivers[w.URL]
+	statusText := fmt.Sprintf("%d %s", r.status, http.StatusText(r.status))
+	switch {
+	case permanent(r.status) && r.failures != 0:
+		return false, 1, statusText
+	case r.failures == never || r.failures >= maxAttempts:
+		return false, maxAttempts, statusText
 	}
-	return f + 1
+	return true, r.failures + 1, ""
+}
+
+// httpError is a receiver's error answer.
+type httpError struct {
+	url        string
+	status     int
+	retryAfter time.Duration // from its Retry-After header; 0 when none
+}
+
+func (e *httpError) Error() string {
+	return fmt.Sprintf("POST %s: %d %s", e.url, e.status, http.StatusText(e.status))
+}
+
+// permanent reports whether an answer with this status means that sending
+// the same request again is useless: a 4xx, except 408 Request Timeout and
+// 429 Too Many Requests.
+func permanent(status int) bool {
+	return status >= 400 && status < 500 &&
+		status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
 // endpoint stands in for the receivers' HTTP servers.
 type endpoint struct {
-	mu    sync.Mutex
-	calls map[string]int // webhook ID -> calls so far
+	mu        sync.Mutex
+	calls     map[string]int       // webhook ID -> calls so far
+	notBefore map[string]time.Time // webhook ID -> the Retry-After it was given
 }
 
 // post delivers w as an HTTP client would, failing as w's receiver dictates.
+// Its error is an *httpError when the receiver answered.
 func (e *endpoint) post(ctx context.Context, w Webhook) error {
+	r := receivers[w.URL]
 	e.mu.Lock()
 	e.calls[w.ID]++
 	call := e.calls[w.ID]
+	early := time.Now().Before(e.notBefore[w.ID])
+	fails := early || r.failures == never || call <= r.failures
+	if fails && r.retryAfter > 0 {
+		e.notBefore[w.ID] = time.Now().Add(r.retryAfter)
+	}
 	e.mu.Unlock()
 
-	r := receivers[w.URL]
-	if r.failures == never || call <= r.failures {
-		if r.hangs {
-			<-ctx.Done() // no answer: the client gives up at its timeout
-			return fmt.Errorf("POST %s: %w", w.URL, ctx.Err())
-		}
-		time.Sleep(20 * time.Millisecond)
-		return fmt.Errorf("POST %s: %d %s", w.URL, http.StatusServiceUnavailable, http.StatusText(http.StatusServiceUnavailable))
+	if fails && r.status == 0 {
+		<-ctx.Done() // no answer: the client gives up at its timeout
+		return fmt.Errorf("POST %s: %w", w.URL, ctx.Err())
 	}
 	time.Sleep(20 * time.Millisecond) // network and receiver time
+	if fails {
+		return &httpError{url: w.URL, status: r.status, retryAfter: r.retryAfter}
+	}
 	return nil
 }
 
@@ -175,7 +221,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	rdb, cleanup, err := exampleredis.Connect()
+	rdb, cleanup, err := connect()
 	if err != nil {
 		return err
 	}
@@ -187,45 +233,61 @@ func run() error {
 	defer q.Close() // closes q.DeadLetters() too
 
 	// On a shared server, an interrupted earlier run may have left webhooks
-	// in the queue; they carry another run ID and are dropped when received.
+	// in the queue. Each item carries the ID of the run that offered it in a
+	// header, so that leftovers are dropped when received.
 	runID := fmt.Sprintf("%x", time.Now().UnixNano())
+	runHeader := map[string]string{"demo-run": runID}
 
 	for _, w := range webhooks {
-		w.Run = runID
-		if _, err := q.Offer(ctx, w); err != nil {
+		// The webhook's ID is the item's too (Delivery.ID, and the id in
+		// redelay's log lines).
+		if _, err := q.Offer(ctx, w, blocking.WithID(w.ID), blocking.WithHeaders(runHeader)); err != nil {
 			return err
 		}
 		logf("%s offered: %s to %s", w.ID, w.Event, host(w.URL))
 	}
 
-	ep := &endpoint{calls: map[string]int{}}
+	ep := &endpoint{calls: map[string]int{}, notBefore: map[string]time.Time{}}
 	got := newOutcomes()
 
-	// The sender: Consume runs send on each webhook, four at a time. A nil
-	// result acks the webhook; an error retries it after retryDelay, or
-	// dead-letters it after maxAttempts.
+	// The sender: Consume runs send on each webhook, four at a time, each
+	// call with sendTimeout to finish. A nil result acks the webhook; an
+	// error retries it after retryDelay, or dead-letters it after
+	// maxAttempts. SkipRetry dead-letters it at once; RetryAfter chooses the
+	// delay.
 	send := func(ctx context.Context, d *blocking.Delivery[Webhook]) error {
 		w := d.Value
-		if w.Run != runID {
+		if d.Headers["demo-run"] != runID {
 			logf("%s dropped: left over from an earlier run", w.ID)
 			return nil
 		}
 		if d.Attempt > 1 {
 			logf("%s attempt %d of %d; last error: %s", w.ID, d.Attempt, maxAttempts, d.Headers[blocking.HeaderError])
 		}
-		postCtx, cancel := context.WithTimeout(ctx, postTimeout)
-		defer cancel()
-		if err := ep.post(postCtx, w); err != nil {
-			if d.Attempt < maxAttempts {
-				logf("%s attempt %d failed: %v; retry in %v", w.ID, d.Attempt, err, retryDelay(d.Attempt))
-			} else {
-				logf("%s attempt %d failed: %v; giving up", w.ID, d.Attempt, err)
-			}
-			return err // recorded in the next delivery's Headers[blocking.HeaderError]
+		err := ep.post(ctx, w)
+		if err == nil {
+			logf("%s delivered on attempt %d", w.ID, d.Attempt)
+			got.record(w.ID, true, d.Attempt, "")
+			return nil
 		}
-		logf("%s delivered on attempt %d", w.ID, d.Attempt)
-		got.record(w.ID, true, d.Attempt, "")
-		return nil
+		// Errors are recorded in the next delivery's (or the dead letter's)
+		// Headers[blocking.HeaderError].
+		var answer *httpError
+		isAnswer := errors.As(err, &answer)
+		switch {
+		case isAnswer && permanent(answer.status):
+			logf("%s attempt %d failed: %v; permanent, not retried", w.ID, d.Attempt, err)
+			return blocking.SkipRetry(err)
+		case d.Attempt >= maxAttempts:
+			logf("%s attempt %d failed: %v; giving up", w.ID, d.Attempt, err)
+			return err
+		case isAnswer && answer.retryAfter > 0:
+			logf("%s attempt %d failed: %v; retry in %v, as its Retry-After says", w.ID, d.Attempt, err, answer.retryAfter)
+			return blocking.RetryAfter(answer.retryAfter, err)
+		default:
+			logf("%s attempt %d failed: %v; retry in %v", w.ID, d.Attempt, err, retryDelay(d.Attempt))
+			return err
+		}
 	}
 
 	sendCtx, stopSending := context.WithCancel(ctx)
@@ -235,6 +297,7 @@ func run() error {
 	workers.Go(func() {
 		sendErr = q.Consume(sendCtx, send,
 			blocking.WithConcurrency(4),
+			blocking.WithHandlerTimeout(sendTimeout),
 			blocking.WithBackoff(retryDelay))
 	})
 	// The operator's side: read the dead letters as they come.
@@ -261,7 +324,7 @@ func run() error {
 		return err
 	}
 
-	return summarize(ctx, q, got)
+	return summarize(ctx, q, got, ep)
 }
 
 // readDeadLetters receives the webhooks that failed for good, until ctx
@@ -277,7 +340,7 @@ func readDeadLetters(ctx context.Context, dead *blocking.Queue[Webhook], runID s
 			return err
 		}
 		w := d.Value
-		if w.Run == runID {
+		if d.Headers["demo-run"] == runID {
 			logf("%s dead-lettered: %s", w.ID, d.Headers[blocking.HeaderError])
 			got.record(w.ID, false, 0, d.Headers[blocking.HeaderError])
 		} else {
@@ -291,9 +354,11 @@ func readDeadLetters(ctx context.Context, dead *blocking.Queue[Webhook], runID s
 
 // summarize prints what became of each webhook and checks it against what
 // the receivers dictate.
-func summarize(ctx context.Context, q *blocking.Queue[Webhook], got *outcomes) error {
+func summarize(ctx context.Context, q *blocking.Queue[Webhook], got *outcomes, ep *endpoint) error {
 	got.mu.Lock()
 	defer got.mu.Unlock()
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
 
 	var delivered, dead, wrong []string
 	for _, w := range webhooks {
@@ -307,13 +372,16 @@ func summarize(ctx context.Context, q *blocking.Queue[Webhook], got *outcomes) e
 			dead = append(dead, fmt.Sprintf("%s last error: %s", line, lastErr))
 		}
 
-		switch want := expect(w); {
-		case want > 0 && attempts != want:
-			wrong = append(wrong, fmt.Sprintf("%s: want delivered after %d attempts; delivered after %d, dead-lettered %v", w.ID, want, attempts, isDead))
-		case want == 0 && (!isDead || isDelivered):
+		calls := ep.calls[w.ID]
+		switch wantDelivered, wantAttempts, wantStatus := expect(w); {
+		case wantDelivered && attempts != wantAttempts:
+			wrong = append(wrong, fmt.Sprintf("%s: want delivered after %d attempts; delivered after %d, dead-lettered %v", w.ID, wantAttempts, attempts, isDead))
+		case !wantDelivered && (!isDead || isDelivered):
 			wrong = append(wrong, fmt.Sprintf("%s: want dead-lettered; dead-lettered %v, delivered %v", w.ID, isDead, isDelivered))
-		case want == 0 && !strings.Contains(lastErr, "503 Service Unavailable"):
-			wrong = append(wrong, fmt.Sprintf("%s: dead-lettered with last error %q, want the receiver's 503", w.ID, lastErr))
+		case !wantDelivered && !strings.Contains(lastErr, wantStatus):
+			wrong = append(wrong, fmt.Sprintf("%s: dead-lettered with last error %q, want the receiver's %s", w.ID, lastErr, wantStatus))
+		case !wantDelivered && calls != wantAttempts:
+			wrong = append(wrong, fmt.Sprintf("%s: dead-lettered after %d attempts, want %d", w.ID, calls, wantAttempts))
 		}
 	}
 	for _, id := range got.repeats {
@@ -357,4 +425,30 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// connect returns a client to the Redis server at $REDIS_ADDR (host:port),
+// after checking that it answers. With REDIS_ADDR unset it starts an
+// embedded miniredis on a loopback port instead, so that the example runs on
+// a machine with no Redis server, and says so on standard error. cleanup
+// closes the client and stops the embedded server, if any.
+func connect() (rdb *redis.Client, cleanup func(), err error) {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		mr, err := miniredis.Run()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start embedded miniredis: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "REDIS_ADDR not set: using an embedded miniredis at %s\n", mr.Addr())
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		return rdb, func() { _ = rdb.Close(); mr.Close() }, nil
+	}
+	rdb = redis.NewClient(&redis.Options{Addr: addr})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("redis at %s: %w", addr, err)
+	}
+	return rdb, func() { _ = rdb.Close() }, nil
 }

@@ -9,19 +9,23 @@
 //	cd examples/tracing && go run .                              # embedded miniredis
 //	cd examples/tracing && REDIS_ADDR=localhost:6379 go run .    # a Redis server
 //
-// Spans are written to standard error as JSON, one per line, or sent to an
-// OTLP/HTTP collector when OTEL_EXPORTER_OTLP_ENDPOINT is set (e.g.
-// http://localhost:4318, as for Jaeger). Metrics are served at
+// Spans are sent to an OTLP/HTTP collector when OTEL_EXPORTER_OTLP_ENDPOINT
+// is set (e.g. http://localhost:4318, as for Jaeger), and written to a file
+// as JSON, one per line, with -spans FILE; otherwise they are only kept in
+// memory for the summary. Metrics are served at
 // http://127.0.0.1:2112/metrics (METRICS_ADDR to change it). At the end the
 // program scrapes that endpoint once, prints the queue's metrics and the
-// trace tree of the first order, and exits 1 if that tree is not the
+// trace tree of the last order, and exits 1 if that tree is not the
 // expected one, so the example doubles as a check of the instrumentation.
+//
+//	cd examples/tracing && go run . -spans spans.jsonl           # every span, as JSON
 package main
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -70,9 +74,12 @@ const (
 // Order is the value queued: the order to close if it is still unpaid.
 type Order struct {
 	ID     string
-	Amount int    // cents
-	Run    string // which run of this demo offered it (see run)
+	Amount int // cents
 }
+
+// spanName is the name of redelay's spans of this operation on the queue,
+// such as "send orders".
+func spanName(operation string) string { return operation + " " + queueName }
 
 var start = time.Now()
 
@@ -89,6 +96,9 @@ func main() {
 }
 
 func run() error {
+	spansFile := flag.String("spans", "", "also write every span to this `file`, as JSON, one per line")
+	flag.Parse()
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
@@ -98,13 +108,14 @@ func run() error {
 		return err
 	}
 
-	// Traces: every span goes to the exporter (stdout or OTLP) and, for the
-	// trace tree printed at the end, to an in-memory recorder.
+	// Traces: every span goes to the exporters asked for (OTLP, a file) and,
+	// for the trace tree printed at the end, to an in-memory recorder.
 	recorder := tracetest.NewInMemoryExporter()
-	tp, err := newTracerProvider(ctx, res, recorder)
+	tp, closeSpans, err := newTracerProvider(ctx, res, recorder, *spansFile)
 	if err != nil {
 		return err
 	}
+	defer closeSpans()
 	defer func() { _ = tp.Shutdown(context.Background()) }() // on early returns; flushed below
 
 	// Metrics: a Prometheus registry of our own, served on loopback.
@@ -155,7 +166,8 @@ func run() error {
 	tracer := tp.Tracer(appScope)
 
 	// On a shared server, an interrupted earlier run may have left orders in
-	// the queue; they carry another run ID and are dropped when received.
+	// the queue. Each item carries the ID of the run that offered it in a
+	// header, so that leftovers are dropped when received.
 	runID := fmt.Sprintf("%x", time.Now().UnixNano())
 
 	// The consumer: closes the orders whose time to pay ran out. Its handler
@@ -165,7 +177,7 @@ func run() error {
 	allClosed := make(chan struct{})
 	closeUnpaid := func(ctx context.Context, d *blocking.Delivery[Order]) error {
 		o := d.Value
-		if o.Run != runID {
+		if d.Headers["demo-run"] != runID {
 			logf("%s dropped: left over from an earlier run", o.ID)
 			return nil
 		}
@@ -185,19 +197,21 @@ func run() error {
 	consumed := make(chan error, 1)
 	go func() { consumed <- q.Consume(consumeCtx, closeUnpaid, blocking.WithConcurrency(2)) }()
 
-	// The producer: each order's "HTTP request" offers its timer.
-	var first trace.SpanContext // the first order's request span
-	var firstID string          // and its item ID
+	// The producer: each order's "HTTP request" offers its timer. The last
+	// order's trace is printed at the end: the first one also shows the
+	// client's connection handshake and, on a server that has not seen
+	// redelay's scripts yet, the EVALSHA that fails with NOSCRIPT and the
+	// EVAL that loads the script.
+	var last trace.SpanContext // the last order's request span
+	var lastID, lastOrder string
 	for i := range numOrders {
-		o := Order{ID: fmt.Sprintf("order-%d", i+1), Amount: 1990 + 1000*i, Run: runID}
-		sc, id, err := placeOrder(ctx, tracer, dq, o)
+		o := Order{ID: fmt.Sprintf("order-%d", i+1), Amount: 1990 + 1000*i}
+		sc, id, err := placeOrder(ctx, tracer, dq, o, runID)
 		if err != nil {
 			return err
 		}
 		logf("%s placed: close it in %v unless paid (item %s, trace %s)", o.ID, payWithin, id, sc.TraceID())
-		if i == 0 {
-			first, firstID = sc, id
-		}
+		last, lastID, lastOrder = sc, id, o.ID
 		time.Sleep(50 * time.Millisecond)
 	}
 
@@ -240,28 +254,28 @@ func run() error {
 		fmt.Fprintln(os.Stderr, "tracing: flush telemetry:", err) // e.g. no collector: not what this checks
 	}
 
-	fmt.Printf("\nmetrics scraped from %s (histogram buckets and otel_scope_* labels left out):\n", metricsURL)
+	fmt.Printf("\nmetrics of queue %q scraped from %s\n(histogram buckets, and the messaging_system, messaging_destination_name and\notel_scope_* labels every sample has, left out):\n", queueName, metricsURL)
 	for _, l := range metrics {
 		fmt.Println("  " + l)
 	}
 	metricsErr := checkMetrics(metrics)
 
-	tree := buildTree(spans, first.TraceID())
-	fmt.Printf("\ntrace %s of order-1:\n", first.TraceID())
+	tree := buildTree(spans, last.TraceID())
+	fmt.Printf("\ntrace %s of %s:\n", last.TraceID(), lastOrder)
 	for _, l := range tree.render() {
 		fmt.Println("  " + l)
 	}
-	treeErr := checkTree(tree, firstID)
+	treeErr := checkTree(tree, lastID)
 	transfers, moved := 0, int64(0)
 	for _, s := range spans {
-		if s.Name == "transfer "+queueName {
+		if s.Name == spanName(tracing.SpanTransfer) {
 			transfers++
 			moved += intAttr(s.Attributes, tracing.TransferMovedKey)
 		}
 	}
-	fmt.Printf("\n\"transfer %s\": %d span(s), each the root of a trace of its own, %d item(s) moved in all\n", queueName, transfers, moved)
+	fmt.Printf("\n%q: %d span(s), each the root of a trace of its own, %d item(s) moved in all\n", spanName(tracing.SpanTransfer), transfers, moved)
 	if transfers == 0 {
-		treeErr = errors.Join(treeErr, fmt.Errorf("no \"transfer %s\" span", queueName))
+		treeErr = errors.Join(treeErr, fmt.Errorf("no %q span", spanName(tracing.SpanTransfer)))
 	}
 	if err := errors.Join(metricsErr, treeErr); err != nil {
 		return fmt.Errorf("unexpected telemetry:\n%w", err)
@@ -272,12 +286,12 @@ func run() error {
 
 // placeOrder stands in for an HTTP handler: its server span is the parent of
 // the queue's "send orders", whose context travels with the item.
-func placeOrder(ctx context.Context, tracer trace.Tracer, dq *delayed.Queue[Order], o Order) (trace.SpanContext, string, error) {
+func placeOrder(ctx context.Context, tracer trace.Tracer, dq *delayed.Queue[Order], o Order, runID string) (trace.SpanContext, string, error) {
 	ctx, span := tracer.Start(ctx, "POST /orders", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(semconv.HTTPRequestMethodPost, semconv.HTTPRoute("/orders"), attribute.String("order.id", o.ID)))
 	defer span.End()
 	// ... the order is stored as pending here; then its timer is set:
-	id, err := dq.Offer(ctx, o, payWithin)
+	id, err := dq.Offer(ctx, o, payWithin, delayed.WithHeaders(map[string]string{"demo-run": runID}))
 	if err != nil {
 		span.RecordError(err)
 		span.SetAttributes(semconv.HTTPResponseStatusCode(http.StatusInternalServerError))
@@ -297,28 +311,40 @@ func closeOrder(ctx context.Context, o Order) error {
 	}
 }
 
-// newTracerProvider exports to the OTLP/HTTP collector named by
-// OTEL_EXPORTER_OTLP_ENDPOINT when it is set, to standard error otherwise,
-// and records every span in recorder too.
-func newTracerProvider(ctx context.Context, res *resource.Resource, recorder sdktrace.SpanExporter) (*sdktrace.TracerProvider, error) {
-	var exporter sdktrace.SpanExporter
-	var err error
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-		exporter, err = otlptracehttp.New(ctx) // reads the OTEL_EXPORTER_OTLP_* variables
-	} else {
-		// One JSON object per span; stdouttrace.WithPrettyPrint() spreads
-		// each over some 80 lines instead.
-		exporter, err = stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("trace exporter: %w", err)
-	}
-	return sdktrace.NewTracerProvider(
+// newTracerProvider records every span in recorder, and exports them to the
+// OTLP/HTTP collector named by OTEL_EXPORTER_OTLP_ENDPOINT when it is set
+// and to spansFile when it is not empty. closeFile closes that file; call it
+// after the provider's Shutdown.
+func newTracerProvider(ctx context.Context, res *resource.Resource, recorder sdktrace.SpanExporter, spansFile string) (tp *sdktrace.TracerProvider, closeFile func(), err error) {
+	opts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(noLoneCommands{})),
-		sdktrace.WithBatcher(exporter),
 		sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(recorder)),
-	), nil
+	}
+	closeFile = func() {}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		exporter, err := otlptracehttp.New(ctx) // reads the OTEL_EXPORTER_OTLP_* variables
+		if err != nil {
+			return nil, nil, fmt.Errorf("trace exporter: %w", err)
+		}
+		opts = append(opts, sdktrace.WithBatcher(exporter))
+	}
+	if spansFile != "" {
+		f, err := os.Create(spansFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("spans file: %w", err)
+		}
+		// One JSON object per span; stdouttrace.WithPrettyPrint() spreads
+		// each over some 80 lines instead.
+		exporter, err := stdouttrace.New(stdouttrace.WithWriter(f))
+		if err != nil {
+			_ = f.Close()
+			return nil, nil, fmt.Errorf("trace exporter: %w", err)
+		}
+		opts = append(opts, sdktrace.WithBatcher(exporter))
+		closeFile = func() { _ = f.Close() }
+	}
+	return sdktrace.NewTracerProvider(opts...), closeFile, nil
 }
 
 // noLoneCommands samples every trace except those that would hold nothing
@@ -369,9 +395,9 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// scrape GETs the metrics endpoint once and returns the samples of
-// redelay's metrics (redelay_* and messaging_*), histogram buckets left out,
-// and without the otel_scope_* labels the exporter adds to each.
+// scrape GETs the metrics endpoint once and returns the samples of the
+// queue's metrics (redelay_* and messaging_*), histogram buckets left out,
+// without the labels every one of them has (commonLabels), values aligned.
 func scrape(ctx context.Context, url string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -397,19 +423,32 @@ func scrape(ctx context.Context, url string) ([]string, error) {
 		if !strings.HasPrefix(name, "redelay_") && !strings.HasPrefix(name, "messaging_") {
 			continue
 		}
-		if strings.HasSuffix(name, "_bucket") {
+		if strings.HasSuffix(name, "_bucket") || !strings.Contains(l, fmt.Sprintf("messaging_destination_name=%q", queueName)) {
 			continue
 		}
-		l = scopeLabel.ReplaceAllString(l, "")
-		lines = append(lines, strings.Replace(l, "{,", "{", 1))
+		l = commonLabels.ReplaceAllString(l, "")
+		l = strings.Replace(strings.Replace(l, "{,", "{", 1), "{}", "", 1)
+		lines = append(lines, l)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("scrape: %w", err)
 	}
+	// Values in a column.
+	width := 0
+	for _, l := range lines {
+		width = max(width, strings.LastIndexByte(l, ' '))
+	}
+	for i, l := range lines {
+		j := strings.LastIndexByte(l, ' ')
+		lines[i] = l[:j] + strings.Repeat(" ", width-j) + l[j:]
+	}
 	return lines, nil
 }
 
-var scopeLabel = regexp.MustCompile(`,?otel_scope_\w+="[^"]*"`)
+// commonLabels matches the labels every sample of the queue has: the
+// otel_scope_* labels the exporter adds, messaging.system and
+// messaging.destination.name.
+var commonLabels = regexp.MustCompile(`,?(otel_scope_\w+|messaging_system|messaging_destination_name)="[^"]*"`)
 
 // checkMetrics reports the metrics that a run like this one must produce
 // but that the scrape did not show.
@@ -552,8 +591,8 @@ func checkTree(root *node, itemID string) error {
 	}
 
 	expect(root.span.Name == "POST /orders", "the trace's root is %q, want \"POST /orders\"", root.span.Name)
-	send := one(root, "send "+queueName, trace.SpanKindProducer)
-	process := one(send, "process "+queueName, trace.SpanKindConsumer, "receive "+queueName)
+	send := one(root, spanName(tracing.SpanSend), trace.SpanKindProducer)
+	process := one(send, spanName(tracing.SpanProcess), trace.SpanKindConsumer, spanName(tracing.SpanReceive))
 	one(process, "close unpaid order", trace.SpanKindInternal)
 	if send != nil {
 		expect(stringAttr(send.span.Attributes, semconv.MessagingMessageIDKey) == itemID,
@@ -561,7 +600,7 @@ func checkTree(root *node, itemID string) error {
 		expect(intAttr(send.span.Attributes, tracing.DelayKey) == payWithin.Milliseconds(),
 			"%q has %s %d, want %d", send.span.Name, tracing.DelayKey, intAttr(send.span.Attributes, tracing.DelayKey), payWithin.Milliseconds())
 		for _, c := range send.children {
-			if c.span.Name == "receive "+queueName || c.span.Name == "process "+queueName {
+			if c.span.Name == spanName(tracing.SpanReceive) || c.span.Name == spanName(tracing.SpanProcess) {
 				expect(stringAttr(c.span.Attributes, semconv.MessagingMessageIDKey) == itemID,
 					"%q has message ID %q, want %q", c.span.Name, stringAttr(c.span.Attributes, semconv.MessagingMessageIDKey), itemID)
 			}
@@ -589,9 +628,10 @@ func intAttr(attrs []attribute.KeyValue, k attribute.Key) int64 {
 }
 
 // connect returns a client to the Redis server at $REDIS_ADDR (host:port),
-// or, with REDIS_ADDR unset, to an embedded miniredis on a loopback port.
-// (The other examples share this as examples/internal/exampleredis, which a
-// module of its own cannot import.)
+// after checking that it answers. With REDIS_ADDR unset it starts an
+// embedded miniredis on a loopback port instead, so that the example runs on
+// a machine with no Redis server, and says so on standard error. cleanup
+// closes the client and stops the embedded server, if any.
 func connect() (rdb *redis.Client, cleanup func(), err error) {
 	addr := os.Getenv("REDIS_ADDR")
 	if addr == "" {
