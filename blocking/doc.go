@@ -3,7 +3,7 @@
 //
 //	q := blocking.New[Order](rdb, "orders")
 //	defer q.Close()
-//	err := q.Offer(ctx, order)          // ready now
+//	id, err := q.Offer(ctx, order)      // ready now
 //	v, err := q.Take(ctx)               // waits until an item is ready or ctx ends
 //	v, ok, err := q.Poll(ctx, time.Second)
 //
@@ -12,25 +12,27 @@
 // from a queue also transfers its due items, so consumers never depend on a
 // producer process being alive.
 //
-// # Blocking and cancellation
+// # Waiting, cancellation and Close
 //
-// Take and Poll wait with short server-side blocks (at most 500 ms, and well
-// under the client's ReadTimeout) and check their context between them, so
-// they return soon after the context ends, whatever the client's
-// ContextTimeoutEnabled setting, and never leave a connection half-read. A
-// waiting call holds one connection of the client's pool for its duration:
-// size the pool (redis.Options.PoolSize) for the number of concurrent
-// consumers plus producers.
+// A waiting call blocks in Redis for at most half a second at a time
+// (less when the client's ReadTimeout is short), so a dead connection is
+// noticed, and it returns as soon as its context ends or the queue is
+// closed, whatever the client's ContextTimeoutEnabled setting and even
+// while the network is stalled: the call in flight finishes in the
+// background, and an item it took goes back to the head of the queue.
+// Waiting costs Redis no writes, and each ready item wakes one waiting
+// consumer. A waiting call holds one connection of the client's pool: size
+// redis.Options.PoolSize for the consumers plus the producers.
 //
 // # Delivery
 //
-// Take removes the item in the same step that returns it: delivery is at most
-// once. Receive leases the item instead: it must be settled with
+// Take removes the item in the same step that returns it: delivery is at
+// most once. Receive leases the item instead: it must be settled with
 // [Delivery.Ack] or [Delivery.Nack] within the visibility timeout, or it
-// becomes ready again for another consumer with Attempt+1, so delivery is at
-// least once. [Queue.Consume] runs a pool of handlers over Receive, extends
-// leases while they work, retries failures with backoff, and dead-letters
-// items after WithMaxAttempts deliveries:
+// becomes ready again for another consumer with Attempt+1, so delivery is
+// at least once. [Queue.Consume] runs a pool of handlers over Receive,
+// extends leases while they work, retries failures with backoff, and
+// dead-letters items after WithMaxAttempts deliveries:
 //
 //	q := blocking.New[Order](rdb, "orders",
 //		blocking.WithVisibilityTimeout(30*time.Second), blocking.WithMaxAttempts(5))
@@ -38,10 +40,27 @@
 //		return handle(ctx, d.Value) // nil acks; an error or a panic retries
 //	}, blocking.WithConcurrency(8))
 //
+// A handler may return [SkipRetry] to dead-letter the item at once, or
+// [RetryAfter] to choose its retry delay, or settle the delivery itself.
+// When Consume's context ends it gives back at once the items it leased
+// ahead, lets running handlers finish for WithShutdownTimeout (30 s by
+// default), then cancels them and gives their items back.
+//
+// Retries wait in a set of their own, apart from the delayed items a
+// delayed.Queue offers: they count, clear and cancel separately.
+//
 // Dead letters are a queue of their own, [Queue.DeadLetters]; the reason is
 // in each delivery's Headers[HeaderError], and [Queue.Redrive] moves them
-// back. An item that cannot be decoded (corrupt bytes, or a value of another
-// type) goes to the dead letters at once and is logged; it never stops the
-// queue. Every process that receives from a queue also reclaims its expired
-// leases.
+// back. Bytes that are no envelope at all go to the dead letters at once. An
+// item that cannot be decoded (a value of another type, or an envelope
+// written by a newer release) is a failed attempt: retried with backoff, so
+// a rolling upgrade or a consumer deployed with the wrong type does not
+// empty the queue into the dead letters.
+//
+// # Resends
+//
+// go-redis sends a command again when its reply is lost. Every call of the
+// queue is safe to send twice: an offer is stored once, a receive returns
+// the leases of its first run, and an ack or nack whose reply was lost is
+// not reported as a lost lease. The README says exactly what "once" means.
 package blocking

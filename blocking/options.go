@@ -122,8 +122,8 @@ func WithVisibilityTimeout(d time.Duration) Option {
 //
 // The limit belongs to the queue, not to one process: a process that sets
 // it records it in Redis when it starts consuming (Take, Poll, Receive,
-// Consume) or transferring (delayed.New), and every process (whatever its
-// own setting) dead-letters at the attempt recorded last. A process that
+// Consume), and every process (whatever its own setting) dead-letters at
+// the attempt recorded last. A process that
 // does not set it uses the recorded limit, or 10 when none is.
 func WithMaxAttempts(n int) Option {
 	return func(o *options) {

@@ -41,4 +41,16 @@
 // a given ID is pending, offering another with that ID fails with
 // [ErrDuplicate] and keeps the first; once it has moved to the blocking queue
 // the ID is free again. [Queue.Remove] cancels a pending item in O(log N).
+// Retries that consumers schedule (Nack, a failed handler) are not pending
+// items of the delayed queue: Size, Clear, Remove and WithID do not see
+// them.
+//
+// # Resends and deadlines
+//
+// An offer is idempotent: when go-redis sends it again after a lost reply,
+// or a copy held in the network arrives late, the item is stored once and
+// a WithID offer does not find itself a duplicate. An offer whose context
+// ends while it is on its way returns the context's error with the item's
+// ID: it may have been stored. One whose context ends before it was sent
+// returns the error without an ID: it was not.
 package delayed

@@ -1,6 +1,8 @@
-// Package tracing is redelay's OpenTelemetry instrumentation: spans that
+// Package tracing names redelay's OpenTelemetry instrumentation: spans that
 // follow an item from the request that offered it to the handler that
-// processed it, and metrics for throughput, lateness and queue depth.
+// processed it, and metrics for throughput, lateness and queue depth. It
+// exports the scope name, the attribute keys, the span operations and the
+// metric names, for dashboards, alerts and tests; the queues record them.
 //
 // Queues are instrumented through their options (blocking.WithTracerProvider,
 // blocking.WithMeterProvider, blocking.WithPropagator); by default they use
@@ -37,8 +39,9 @@
 //   - redelay.lateness (s): delivery time minus due time, the headline
 //     figure of a delayed queue
 //   - redelay.queue.depth: observable gauge per redelay.queue.state
-//     (delayed, ready, inflight, dead), read in one pipelined round trip per
-//     collection
+//     (delayed, retry, ready, inflight, dead), read in one pipelined round
+//     trip per collection, for each queue that consumes or transfers in the
+//     process (a queue used only to offer reports no depth)
 //   - redelay.transfer.batch.size ({message}), redelay.transfer.errors ({run})
 //
 // Every metric carries messaging.system and messaging.destination.name.

@@ -60,7 +60,9 @@ func TestRun(t *testing.T) {
 
 		rctx, stop := context.WithCancel(ctx)
 		errc := make(chan error, 1)
-		go func() { errc <- transfer.Run(rctx, rdb, []string{name}, transfer.WithSweepInterval(50*time.Millisecond)) }()
+		go func() {
+			errc <- transfer.Run(rctx, rdb, []string{name}, transfer.WithSweepInterval(50*time.Millisecond))
+		}()
 		// Both due items move, and the expired lease (attempt 1 of 2)
 		// makes its item ready again.
 		waitFor(t, 5*time.Second, "due items and the reclaimed lease ready", func() bool {
@@ -92,7 +94,9 @@ func TestRun(t *testing.T) {
 		}
 		_ = consumer2.Close()
 		rctx, stop = context.WithCancel(ctx)
-		go func() { errc <- transfer.Run(rctx, rdb, []string{name}, transfer.WithSweepInterval(50*time.Millisecond)) }()
+		go func() {
+			errc <- transfer.Run(rctx, rdb, []string{name}, transfer.WithSweepInterval(50*time.Millisecond))
+		}()
 		waitFor(t, 5*time.Second, "dead-lettered on its last attempt", func() bool { return rdb.LLen(ctx, k.DeadReady).Val() == 1 })
 		stop()
 		<-errc

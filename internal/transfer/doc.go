@@ -1,5 +1,6 @@
-// Package transfer moves due items from a queue's delayed set to its ready
-// list.
+// Package transfer moves due items from a queue's delayed and retry sets to
+// its ready list, and reclaims expired leases. (The public package transfer
+// runs it for named queues on its own.)
 //
 // One [Service] runs per Redis client in a process and serves every queue of
 // that client: queues join with [Register] and leave with
