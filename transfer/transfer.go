@@ -27,8 +27,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/keys"
-	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
 	"github.com/redelay/redelay/internal/transfer"
@@ -36,7 +36,7 @@ import (
 
 // ErrInvalidQueue is returned by Run for a nil or unsupported client, a bad
 // queue name or a bad option; it is blocking.ErrInvalidQueue.
-var ErrInvalidQueue = queue.ErrInvalidQueue
+var ErrInvalidQueue = blocking.ErrInvalidQueue
 
 // Option configures Run.
 type Option func(*options)
