@@ -24,18 +24,6 @@ import (
 	"github.com/redelay/redelay/internal/redistest"
 )
 
-// waitFor polls cond every 5 ms until it holds or within passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // infoField reads one field of INFO section from a server.
 func infoField(t *testing.T, rdb redis.UniversalClient, section, field string) string {
 	t.Helper()
@@ -147,7 +135,7 @@ func TestCloseUnblocksWaiters(t *testing.T) {
 		return q.Consume(ctx, func(context.Context, *blocking.Delivery[string]) error { return nil })
 	})
 	// Take, Poll, Receive and Consume's two receivers wait in BLMOVE.
-	waitFor(t, 10*time.Second, "five blocked waits", func() bool { return infoInt(t, rdb, "clients", "blocked_clients") >= 5 })
+	redistest.WaitFor(t, 10*time.Second, "five blocked waits", func() bool { return infoInt(t, rdb, "clients", "blocked_clients") >= 5 })
 
 	closed := time.Now()
 	if err := q.Close(); err != nil {
@@ -185,7 +173,7 @@ func TestCloseDuringOutageIsPrompt(t *testing.T) {
 		_, err := q.Take(context.Background())
 		errc <- err
 	}()
-	waitFor(t, 10*time.Second, "a blocked Take", func() bool { return infoInt(t, rdb, "clients", "blocked_clients") >= 1 })
+	redistest.WaitFor(t, 10*time.Second, "a blocked Take", func() bool { return infoInt(t, rdb, "clients", "blocked_clients") >= 1 })
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +203,7 @@ func TestNewWithoutCloseDoesNotLeak(t *testing.T) {
 	if _, err := q.Offer(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "no goroutine left by New and Offer", func() bool { return runtime.NumGoroutine() <= goroutines })
+	redistest.WaitFor(t, 2*time.Second, "no goroutine left by New and Offer", func() bool { return runtime.NumGoroutine() <= goroutines })
 
 	const n = 100_000
 	var before, after runtime.MemStats
@@ -382,7 +370,7 @@ func TestShutdownTimeoutCancelsHandlers(t *testing.T) {
 			}
 			// Back at once: a receiver's wait abandoned at shutdown may
 			// catch it as it comes back, and gives it back in turn.
-			waitFor(t, time.Second, "the item back in the ready list", func() bool {
+			redistest.WaitFor(t, time.Second, "the item back in the ready list", func() bool {
 				return keyLen(t, rdb, name, "ready") == 1 && keyLen(t, rdb, name, "inflight") == 0
 			})
 			d := receiveWithin(t, q, 2*time.Second)
@@ -524,7 +512,7 @@ func TestRollingUpgradeTwoEnvelopeVersions(t *testing.T) {
 			return nil
 		}, blocking.WithBackoff(func(int) time.Duration { return time.Hour }))
 	}()
-	waitFor(t, 5*time.Second, "the old consumer handles v1 and gives v2 back", func() bool {
+	redistest.WaitFor(t, 5*time.Second, "the old consumer handles v1 and gives v2 back", func() bool {
 		_, ok := handled.Load("v1")
 		return ok && keyLen(t, rdb, name, "retry") == 1
 	})
@@ -563,7 +551,7 @@ func TestRollingUpgradeTwoEnvelopeVersions(t *testing.T) {
 		_ = old2.Consume(cctx, func(context.Context, *blocking.Delivery[string]) error { return nil }, fast)
 	}()
 	k2 := redistest.KeysOf(name2)
-	waitFor(t, 10*time.Second, "dead-lettered after 3 attempts", func() bool { return rdb.LLen(ctx, k2.DeadReady).Val() == 1 })
+	redistest.WaitFor(t, 10*time.Second, "dead-lettered after 3 attempts", func() bool { return rdb.LLen(ctx, k2.DeadReady).Val() == 1 })
 	raw, err := rdb.LIndex(ctx, k2.DeadReady, 0).Bytes()
 	if err != nil {
 		t.Fatal(err)
@@ -602,7 +590,7 @@ func TestWaitingReceiversCostNoWrites(t *testing.T) {
 	}
 	defer wg.Wait()
 	defer cancel()
-	waitFor(t, 10*time.Second, "all waiting", func() bool { return infoInt(t, rdb, "clients", "blocked_clients") >= waiters })
+	redistest.WaitFor(t, 10*time.Second, "all waiting", func() bool { return infoInt(t, rdb, "clients", "blocked_clients") >= waiters })
 	time.Sleep(100 * time.Millisecond) // let the transfer's first run finish
 	aof := infoInt(t, rdb, "persistence", "aof_current_size")
 	evals := commandCalls(t, rdb, "evalsha")
@@ -683,7 +671,7 @@ func TestLeaseExtensionsBatched(t *testing.T) {
 			return nil
 		}, blocking.WithConcurrency(n))
 	}()
-	waitFor(t, 5*time.Second, "all handlers running", func() bool { return running.Load() == n })
+	redistest.WaitFor(t, 5*time.Second, "all handlers running", func() bool { return running.Load() == n })
 	before := counter.n.Load()
 	time.Sleep(time.Second)
 	calls := counter.n.Load() - before
@@ -831,9 +819,9 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 	<-started
 	// One handler: one item handled, one leased ahead (twice the
 	// concurrency in all), one ready.
-	waitFor(t, 5*time.Second, "an item leased ahead", func() bool { return keyLen(t, rdb, name, "inflight") == 2 })
+	redistest.WaitFor(t, 5*time.Second, "an item leased ahead", func() bool { return keyLen(t, rdb, name, "inflight") == 2 })
 	cancel()
-	waitFor(t, 500*time.Millisecond, "the unstarted item back", func() bool { return keyLen(t, rdb, name, "ready") == 2 })
+	redistest.WaitFor(t, 500*time.Millisecond, "the unstarted item back", func() bool { return keyLen(t, rdb, name, "ready") == 2 })
 	if n := keyLen(t, rdb, name, "inflight"); n != 1 {
 		t.Fatalf("%d leases held while the first handler hangs, want its one", n)
 	}

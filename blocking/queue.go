@@ -2,7 +2,6 @@ package blocking
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -86,7 +85,7 @@ func WithHeaders(h map[string]string) OfferOption {
 }
 
 // MaxIDLen bounds an ID given with WithID, in bytes.
-const MaxIDLen = 256
+const MaxIDLen = queue.MaxIDLen
 
 // Offer appends v to the queue, ready to take now, and returns its ID.
 //
@@ -106,38 +105,14 @@ func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string,
 			opt(&o)
 		}
 	}
-	if err := checkID(o.id, o.hasID); err != nil {
+	id, err := queue.OfferID(o.id, o.hasID, o.headers)
+	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
-	}
-	if err := queue.CheckHeaders(o.headers); err != nil {
-		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
-	}
-	id := o.id
-	if !o.hasID {
-		id = queue.NewID()
 	}
 	ctx, span, trace := q.core.Tel.StartSend(ctx, id, 0)
-	err := q.offer(ctx, id, v, o.headers, trace)
+	err = q.offer(ctx, id, v, o.headers, trace)
 	q.core.Tel.Sent(ctx, span, offered(err), err)
-	if err != nil {
-		var unknown *queue.OfferOutcomeUnknown
-		if errors.As(err, &unknown) {
-			return id, err
-		}
-		return "", err
-	}
-	return id, nil
-}
-
-// checkID validates an ID given with WithID.
-func checkID(id string, given bool) error {
-	switch {
-	case given && id == "":
-		return fmt.Errorf("empty id: %w", ErrInvalidArgument)
-	case len(id) > MaxIDLen:
-		return fmt.Errorf("id of %d bytes, at most %d: %w", len(id), MaxIDLen, ErrInvalidArgument)
-	}
-	return nil
+	return queue.OfferResult(id, err)
 }
 
 // offered is how many items an offer that ended with err stored.

@@ -157,41 +157,18 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay ti
 	}
 	var o offerOptions
 	o.apply(opts)
-	if err := checkID(o.id, o.hasID); err != nil {
+	id, err := queue.OfferID(o.id, o.hasID, o.headers)
+	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	if err := queue.CheckHeaders(o.headers); err != nil {
-		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	id := o.id
-	if !o.hasID {
-		id = queue.NewID()
 	}
 	ctx, span, trace := d.core.Tel.StartSend(ctx, id, max(delay, 0))
-	err := d.send(ctx, id, v, mode, us, o.headers, trace)
+	err = d.send(ctx, id, v, mode, us, o.headers, trace)
 	sent := 1
 	if err != nil {
 		sent = 0
 	}
 	d.core.Tel.Sent(ctx, span, sent, err)
-	if err != nil {
-		var unknown *queue.OfferOutcomeUnknown
-		if errors.As(err, &unknown) {
-			return id, err
-		}
-		return "", err
-	}
-	return id, nil
-}
-
-func checkID(id string, given bool) error {
-	switch {
-	case given && id == "":
-		return fmt.Errorf("empty id: %w", ErrInvalidArgument)
-	case len(id) > MaxIDLen:
-		return fmt.Errorf("id of %d bytes, at most %d: %w", len(id), MaxIDLen, ErrInvalidArgument)
-	}
-	return nil
+	return queue.OfferResult(id, err)
 }
 
 // send offers v under id.
@@ -218,7 +195,7 @@ func (d *Queue[T]) Remove(ctx context.Context, id string) (bool, error) {
 	if err := d.err(); err != nil {
 		return false, err
 	}
-	if err := checkID(id, true); err != nil {
+	if _, err := queue.OfferID(id, true, nil); err != nil {
 		return false, fmt.Errorf("remove from %s: %w", d.core.Name(), err)
 	}
 	ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {

@@ -14,17 +14,6 @@ import (
 	"github.com/redelay/redelay/transfer"
 )
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Run alone moves a queue's due items and reclaims its expired leases,
 // dead-lettering at the max attempts the consumers recorded: no process
 // consumes or holds a delayed queue meanwhile.
@@ -65,7 +54,7 @@ func TestRun(t *testing.T) {
 		}()
 		// Both due items move, and the expired lease (attempt 1 of 2)
 		// makes its item ready again.
-		waitFor(t, 5*time.Second, "due items and the reclaimed lease ready", func() bool {
+		redistest.WaitFor(t, 5*time.Second, "due items and the reclaimed lease ready", func() bool {
 			return rdb.LLen(ctx, k.Ready).Val() == 3 && rdb.ZCard(ctx, k.Leases).Val() == 0
 		})
 		stop()
@@ -97,7 +86,7 @@ func TestRun(t *testing.T) {
 		go func() {
 			errc <- transfer.Run(rctx, rdb, []string{name}, transfer.WithSweepInterval(50*time.Millisecond))
 		}()
-		waitFor(t, 5*time.Second, "dead-lettered on its last attempt", func() bool { return rdb.LLen(ctx, k.DeadReady).Val() == 1 })
+		redistest.WaitFor(t, 5*time.Second, "dead-lettered on its last attempt", func() bool { return rdb.LLen(ctx, k.DeadReady).Val() == 1 })
 		stop()
 		<-errc
 	})

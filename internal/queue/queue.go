@@ -207,6 +207,38 @@ func NewToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// MaxIDLen bounds an ID the caller gives an item, in bytes.
+const MaxIDLen = 256
+
+// OfferID validates an offer's ID (given says the caller chose one) and
+// headers, and returns the ID to use: the caller's, or a new one.
+func OfferID(id string, given bool, headers map[string]string) (string, error) {
+	switch {
+	case given && id == "":
+		return "", fmt.Errorf("empty id: %w", ErrInvalidArgument)
+	case len(id) > MaxIDLen:
+		return "", fmt.Errorf("id of %d bytes, at most %d: %w", len(id), MaxIDLen, ErrInvalidArgument)
+	}
+	if err := CheckHeaders(headers); err != nil {
+		return "", err
+	}
+	if !given {
+		id = NewID()
+	}
+	return id, nil
+}
+
+// OfferResult is what an offer of id that ended with err returns: the ID
+// with a nil error; the ID with an error whose outcome is unknown (sent,
+// maybe stored); no ID with any other error (not stored).
+func OfferResult(id string, err error) (string, error) {
+	var unknown *OfferOutcomeUnknown
+	if err == nil || errors.As(err, &unknown) {
+		return id, err
+	}
+	return "", err
+}
+
 // ReservedPrefix starts the header names redelay writes itself.
 const ReservedPrefix = "redelay-"
 

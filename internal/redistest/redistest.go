@@ -226,3 +226,16 @@ func KeysOf(name string) keys.Queue {
 	}
 	return k
 }
+
+// WaitFor polls cond every 5 ms until it holds, and fails the test when
+// within passes first, naming what it waited for.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
