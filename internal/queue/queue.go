@@ -390,12 +390,19 @@ func (c *Core) Close() error {
 	reg, stop := c.reg, c.stopGauge
 	c.reg, c.stopGauge = nil, nil
 	c.mu.Unlock()
-	if reg != nil {
-		reg.Close()
-	}
 	if stop != nil {
 		stop()
 	}
+	// The transfer waits for its own call in flight, for at most a second
+	// too: the two waits overlap, so Close takes about a second at most.
+	regClosed := make(chan struct{})
+	go func() {
+		if reg != nil {
+			reg.Close()
+		}
+		close(regClosed)
+	}()
+	defer func() { <-regClosed }()
 	if !c.bg.Wait(closeWait) {
 		c.Cfg.Logger.Warn("redelay: closed with Redis calls still in flight; they finish in the background", "queue", c.Name())
 	}
