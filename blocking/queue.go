@@ -2,6 +2,7 @@ package blocking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -175,6 +176,12 @@ func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error
 	start := time.Now()
 	pop := true // try a non-blocking pop first, and again after each item
 	for {
+		if err := q.awaitRunning(ctx, deadline); err != nil {
+			if errors.Is(err, errPollTimeout) {
+				return zero, false, nil
+			}
+			return zero, false, fmt.Errorf("take %s: %w", q.Name(), err)
+		}
 		var raw []byte
 		var err error
 		if pop {
@@ -201,6 +208,29 @@ func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error
 		}
 		q.failTaken(ctx, raw, err)
 	}
+}
+
+// errPollTimeout: a Poll's timeout passed while the queue was paused.
+var errPollTimeout = errors.New("poll timeout")
+
+// awaitRunning waits while the queue is paused, until deadline (not zero:
+// errPollTimeout).
+func (q *Queue[T]) awaitRunning(ctx context.Context, deadline time.Time) error {
+	// The first read of the flag is not bound by a Poll's timeout (a
+	// zero timeout would never see it).
+	if paused, err := q.core.Paused(ctx); err != nil || !paused {
+		return err
+	}
+	if deadline.IsZero() {
+		return q.core.AwaitRunning(ctx)
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	err := q.core.AwaitRunning(wctx)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return errPollTimeout
+	}
+	return err
 }
 
 // pop takes a ready item without blocking (nil when none).
@@ -236,6 +266,12 @@ func (q *Queue[T]) wait(ctx context.Context, deadline time.Time) ([]byte, error)
 		return nil, err
 	}
 	if raw == nil {
+		return nil, nil
+	}
+	if paused, _ := q.core.Paused(ctx); paused {
+		// Paused while this wait was blocked: the item goes back first in
+		// line, and take waits for Resume.
+		q.unclaimLate(raw, nil)
 		return nil, nil
 	}
 	taken, err := queue.Call(context.WithoutCancel(ctx), q.core, func(ctx context.Context) (bool, error) {
@@ -292,15 +328,7 @@ func (q *Queue[T]) giveBack(raw []byte) {
 }
 
 func (q *Queue[T]) decode(raw []byte) (T, envelope.Envelope, error) {
-	var v T
-	e, err := q.core.Decode(raw)
-	if err != nil {
-		return v, e, err
-	}
-	if err := q.core.Cfg.Codec.Unmarshal(e.Payload, &v); err != nil {
-		return v, e, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
-	}
-	return v, e, nil
+	return queue.DecodeValue[T](q.core, raw)
 }
 
 // failTaken deals with an item Take popped but cannot return: bytes that

@@ -2,6 +2,7 @@ package blocking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -89,8 +90,20 @@ func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.
 	var claimed []byte
 	lease := true // lease what is ready first, then after each claim
 	for {
+		if claimed == nil {
+			// Paused (Pause): wait here, at no cost to Redis, until resumed.
+			if err := q.core.AwaitRunning(ctx); err != nil {
+				return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
+			}
+		}
 		if lease {
 			ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff)
+			if errors.Is(err, store.ErrPaused) {
+				// The script gave the claimed item back, first in line.
+				q.core.SawPaused()
+				claimed, lease = nil, true
+				continue
+			}
 			if err != nil {
 				if claimed != nil {
 					// The lease did not happen (a script that fails changes

@@ -155,7 +155,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 	for _, k := range ks {
 		r, err := transfer.Register(transfer.Target{
 			Queue: c.Queue(k), BatchSize: o.batch, Sweep: o.sweep, Logger: o.logger,
-			Telemetry: telemetry.New(o.tel, k.Name),
+			Telemetry: telemetry.New(o.tel, k.Name), Announce: true,
 		})
 		if err != nil {
 			return fmt.Errorf("transfer %s: %w: %w", k.Name, ErrInvalidQueue, err)

@@ -13,12 +13,16 @@
 //	redelay:{N}:inflight      HASH   lease token -> envelope of a received item
 //	redelay:{N}:claimed       LIST   items a waiting consumer popped, not yet leased or taken
 //	redelay:{N}:claimed:seen  HASH   envelope in claimed -> when the reclaimer first saw it (ms)
-//	redelay:{N}:meta          HASH   settings every process shares (max_attempts)
+//	redelay:{N}:meta          HASH   what every process shares: max_attempts, paused, codec
 //	redelay:{N}:lane:<L>      STRING the last offer call of lane L and its outcome (expires)
 //	redelay:{N}:wake          pub/sub channel (not a key): earliest due time changed
 //
 // A child queue (the dead letters of N) keeps the parent's tag:
 // redelay:{N}:dead:ready and so on.
+//
+// One key belongs to no queue:
+//
+//	redelay:queues            ZSET   queue name -> when a process last announced it (Unix ms)
 package keys
 
 import (
@@ -29,6 +33,17 @@ import (
 
 // Prefix starts every key.
 const Prefix = "redelay"
+
+// Registry is the sorted set of every queue's name, announced by the
+// processes that use them (see internal/store).
+const Registry = Prefix + ":queues"
+
+// Fields of a queue's meta hash.
+const (
+	MetaMaxAttempts = "max_attempts"
+	MetaPaused      = "paused"
+	MetaCodec       = "codec"
+)
 
 // MaxNameLen bounds a queue name, in bytes.
 const MaxNameLen = 200

@@ -38,21 +38,45 @@ var (
 	releaseSrc string
 	//go:embed unclaim.lua
 	unclaimSrc string
+	//go:embed get.lua
+	getSrc string
+	//go:embed list.lua
+	listSrc string
+	//go:embed reschedule.lua
+	rescheduleSrc string
+	//go:embed update.lua
+	updateSrc string
+	//go:embed stats.lua
+	statsSrc string
+	//go:embed pause.lua
+	pauseSrc string
+	//go:embed purge.lua
+	purgeSrc string
+	//go:embed requeue.lua
+	requeueSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
 // the shared prelude.lua followed by its own file.
 var (
-	Offer    = redis.NewScript(prelude + offerSrc)    // offer.lua
-	Transfer = redis.NewScript(prelude + transferSrc) // transfer.lua
-	Remove   = redis.NewScript(prelude + removeSrc)   // remove.lua
-	Receive  = redis.NewScript(prelude + receiveSrc)  // receive.lua
-	Extend   = redis.NewScript(prelude + extendSrc)   // extend.lua
-	Settle   = redis.NewScript(prelude + settleSrc)   // settle.lua
-	Reclaim  = redis.NewScript(prelude + reclaimSrc)  // reclaim.lua
-	Redrive  = redis.NewScript(prelude + redriveSrc)  // redrive.lua
-	Release  = redis.NewScript(prelude + releaseSrc)  // release.lua
-	Unclaim  = redis.NewScript(prelude + unclaimSrc)  // unclaim.lua
+	Offer      = redis.NewScript(prelude + offerSrc)      // offer.lua
+	Transfer   = redis.NewScript(prelude + transferSrc)   // transfer.lua
+	Remove     = redis.NewScript(prelude + removeSrc)     // remove.lua
+	Receive    = redis.NewScript(prelude + receiveSrc)    // receive.lua
+	Extend     = redis.NewScript(prelude + extendSrc)     // extend.lua
+	Settle     = redis.NewScript(prelude + settleSrc)     // settle.lua
+	Reclaim    = redis.NewScript(prelude + reclaimSrc)    // reclaim.lua
+	Redrive    = redis.NewScript(prelude + redriveSrc)    // redrive.lua
+	Release    = redis.NewScript(prelude + releaseSrc)    // release.lua
+	Unclaim    = redis.NewScript(prelude + unclaimSrc)    // unclaim.lua
+	Get        = redis.NewScript(prelude + getSrc)        // get.lua
+	List       = redis.NewScript(prelude + listSrc)       // list.lua
+	Reschedule = redis.NewScript(prelude + rescheduleSrc) // reschedule.lua
+	Update     = redis.NewScript(prelude + updateSrc)     // update.lua
+	Stats      = redis.NewScript(prelude + statsSrc)      // stats.lua
+	Pause      = redis.NewScript(prelude + pauseSrc)      // pause.lua
+	Purge      = redis.NewScript(prelude + purgeSrc)      // purge.lua
+	Requeue    = redis.NewScript(prelude + requeueSrc)    // requeue.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.
@@ -60,6 +84,13 @@ const (
 	OfferDuplicate = 0
 	OfferPending   = 1
 	OfferReady     = 2
+)
+
+// Reschedule outcomes returned by reschedule.lua.
+const (
+	RescheduleNotFound = 0
+	ReschedulePending  = 1
+	RescheduleReady    = 2
 )
 
 // Settle outcomes returned by settle.lua.

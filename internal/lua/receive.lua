@@ -25,14 +25,16 @@
 -- KEYS[3] -> redelay:{q}:inflight   HASH  token -> envelope
 -- KEYS[4] -> redelay:{q}:claimed    LIST  items popped by waiting consumers
 -- KEYS[5] -> redelay:{q}:dead:ready LIST  bytes that are no envelope go here
+-- KEYS[6] -> redelay:{q}:meta       HASH  paused: lease nothing
 -- ARGV[1] -> visibility timeout in ms
 -- ARGV[2] -> how many items at most
 -- ARGV[3] -> token prefix, unique to this call
 -- ARGV[4] -> the claimed item to lease first, or ''
 --
--- Output: false when nothing was leased or dead-lettered; otherwise a flat
---   list of pairs, oldest item first: {token, envelope} for a lease,
---   {'', reason} for bytes moved to the dead letters.
+-- Output: false when nothing was leased or dead-lettered; {'paused'} when
+--   the queue is paused (a claimed item went back to the head of the ready
+--   list); otherwise a flat list of pairs, oldest item first: {token,
+--   envelope} for a lease, {'', reason} for bytes moved to the dead letters.
 
 local prefix, max = ARGV[3], tonumber(ARGV[2])
 local tok = function(i) return prefix .. string.format('%x', i) end
@@ -51,6 +53,17 @@ if redis.call('HEXISTS', KEYS[3], tok(0)) == 1 then
   return out
 end
 
+-- Paused (pause.lua): hand nothing out; a claimed item goes back first in
+-- line.
+if redis.call('HEXISTS', KEYS[6], 'paused') == 1 then
+  if ARGV[4] ~= '' then
+    redis.call('LLEN', KEYS[1])
+    if redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
+      redis.call('RPUSH', KEYS[1], ARGV[4])
+    end
+  end
+  return {'paused'}
+end
 -- Type checks: every key written below is read first.
 redis.call('ZCARD', KEYS[2])
 redis.call('LLEN', KEYS[5])

@@ -9,10 +9,12 @@
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
 -- KEYS[3] -> redelay:{q}:ready     LIST
 -- KEYS[4] -> redelay:{q}:retry     ZSET  member len..nonce..envelope, score due µs
+-- KEYS[5] -> redelay:{q}:meta      HASH  paused (reported, not obeyed: due
+--                                    items move while a queue is paused)
 -- ARGV[1] -> batch limit (at most a few thousand: results are unpacked)
 --
 -- Output: {moved, next due µs or -1 when nothing is pending, server now ms,
---          server now µs}
+--          server now µs, 1 when the queue is paused else 0}
 
 local us = now_us()
 local now = math.floor(us / 1000)
@@ -80,4 +82,4 @@ local next_due = head_due(KEYS[1], KEYS[4])
 if next_due == math.huge then
   next_due = -1
 end
-return {moved_delayed + moved_retries, next_due, now, us}
+return {moved_delayed + moved_retries, next_due, now, us, redis.call('HEXISTS', KEYS[5], 'paused')}

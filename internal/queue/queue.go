@@ -79,6 +79,7 @@ type Core struct {
 	Cfg   Config
 	Tel   *telemetry.Queue // spans and metrics of this queue
 	err   error
+	child bool // a queue of another's keys (the dead letters)
 
 	lanes lanes
 	comb  combiner
@@ -146,7 +147,7 @@ func Invalid(why error) *Core {
 
 // Child returns the core of a queue sharing c's hash tag and settings.
 func (c *Core) Child(sub string) *Core {
-	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, closing: make(chan struct{})}
+	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, closing: make(chan struct{})}
 	if c.err == nil {
 		cc.Store = c.Store.Client().Queue(cc.Keys)
 		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
@@ -306,6 +307,19 @@ func (c *Core) Decode(raw []byte) (envelope.Envelope, error) {
 	return envelope.UnmarshalUpTo(raw, c.Cfg.MaxEnvelopeVersion)
 }
 
+// DecodeValue decodes an envelope and its value into a T.
+func DecodeValue[T any](c *Core, raw []byte) (T, envelope.Envelope, error) {
+	var v T
+	e, err := c.Decode(raw)
+	if err != nil {
+		return v, e, err
+	}
+	if err := c.Cfg.Codec.Unmarshal(e.Payload, &v); err != nil {
+		return v, e, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, c.Cfg.Codec.Name(), err)
+	}
+	return v, e, nil
+}
+
 // StartBackground makes sure this process works for the queue while it is
 // open: transfers its due items and reclaims its expired leases, reports its
 // depth, and records its max attempts in Redis when the user chose one.
@@ -368,6 +382,7 @@ func (c *Core) register() (*transfer.Registration, error) {
 	r, err := transfer.Register(transfer.Target{
 		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
 		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
+		Announce: !c.child, Codec: c.Cfg.Codec.Name(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)

@@ -202,20 +202,28 @@ type Leased struct {
 	Data  []byte
 }
 
+// ErrPaused is returned by Lease when the queue is paused: nothing was
+// leased, and the claimed item went back to the head of the ready list.
+var ErrPaused = errors.New("store: queue paused")
+
 // Lease runs receive.lua: leases up to max ready items for vis, with tokens
-// prefix+index, claimed first when not nil. nil when nothing was ready.
+// prefix+index, claimed first when not nil. nil when nothing was ready;
+// ErrPaused when the queue is paused.
 func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix string, claimed []byte) ([]Leased, error) {
 	k := q.K
 	if claimed == nil {
 		claimed = []byte{}
 	}
-	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady},
+	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Meta},
 		vis.Milliseconds(), max, prefix, claimed).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(res) == 1 && res[0] == "paused" {
+		return nil, ErrPaused
 	}
 	if len(res)%2 != 0 {
 		return nil, fmt.Errorf("unexpected receive reply of %d values", len(res))
@@ -334,19 +342,20 @@ type Moved struct {
 	N       int64 // items moved
 	NextDue int64 // earliest pending due time, Unix µs; -1 when none
 	NowUs   int64 // the server's clock
+	Paused  bool  // the queue is paused (due items move all the same)
 }
 
 // Transfer moves up to batch due items to the ready list.
 func (q *Queue) Transfer(ctx context.Context, batch int) (Moved, error) {
 	k := q.K
-	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry}, batch).Int64Slice()
+	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Meta}, batch).Int64Slice()
 	if err != nil {
 		return Moved{}, err
 	}
-	if len(res) != 4 {
+	if len(res) != 5 {
 		return Moved{}, fmt.Errorf("unexpected transfer reply %v", res)
 	}
-	return Moved{N: res[0], NextDue: res[1], NowUs: res[3]}, nil
+	return Moved{N: res[0], NextDue: res[1], NowUs: res[3], Paused: res[4] == 1}, nil
 }
 
 // Reclaimed is the result of one Reclaim call.
@@ -442,8 +451,8 @@ func (q *Queue) Redrive(ctx context.Context, batch int) (int64, error) {
 func (q *Queue) SetMaxAttempts(ctx context.Context, n int) (int64, error) {
 	var prev *redis.StringCmd
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		prev = p.HGet(ctx, q.K.Meta, "max_attempts")
-		p.HSet(ctx, q.K.Meta, "max_attempts", n)
+		prev = p.HGet(ctx, q.K.Meta, keys.MetaMaxAttempts)
+		p.HSet(ctx, q.K.Meta, keys.MetaMaxAttempts, n)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {

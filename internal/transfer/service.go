@@ -40,6 +40,12 @@ type Target struct {
 	MaxAttempts int
 	// Telemetry records transfer spans and metrics; nil records nothing.
 	Telemetry *telemetry.Queue
+	// Announce makes the worker record the queue in the registry of queues
+	// (and Codec, when not empty, in its meta hash) once it runs: the
+	// inspector finds queues there. Child queues (dead letters) are not
+	// announced.
+	Announce bool
+	Codec    string
 }
 
 func (t *Target) validate() error {
@@ -139,6 +145,8 @@ func (s *Service) add(t Target) *Registration {
 		s.workers[t.Queue.K.Wake] = w
 		go w.run()
 		s.signal()
+	} else {
+		w.merge(t)
 	}
 	w.refs++
 	s.mu.Unlock()
@@ -294,6 +302,11 @@ func (s *Service) listen(ps *redis.PubSub, done chan struct{}) {
 		switch m := msg.(type) {
 		case *redis.Message:
 			channel = m.Channel
+			if m.Payload == "pause" || m.Payload == "resume" {
+				if w := s.worker(channel); w != nil {
+					w.pause.Set(m.Payload == "pause")
+				}
+			}
 		case *redis.Subscription:
 			if m.Kind != "subscribe" {
 				continue
@@ -317,6 +330,10 @@ type Registration struct {
 
 // Wake asks the worker to run now, as a wake-up message would.
 func (r *Registration) Wake() { r.w.wake() }
+
+// Pause returns this process's view of the queue's pause flag, shared by
+// every registration of the queue on this client.
+func (r *Registration) Pause() *Pause { return r.w.pause }
 
 // Close releases the registration; the worker stops when it was the last
 // for its queue, the service when it was the last queue. Close does not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/redelay/redelay/internal/store"
@@ -15,17 +16,27 @@ type worker struct {
 	refs int // guarded by Service.mu
 
 	wakeCh chan struct{} // capacity 1: wake-ups coalesce
-	quit   chan struct{}
-	done   chan struct{}
-	bg     store.Calls // script calls left to finish after stop
+	pause  *Pause
+	// What to announce (see Target.Announce), merged from every
+	// registration of the queue, and whether it was.
+	annMu     sync.Mutex
+	announceQ bool
+	codec     string
+	announced bool
+	quit      chan struct{}
+	done      chan struct{}
+	bg        store.Calls // script calls left to finish after stop
 }
 
 func newWorker(t Target) *worker {
 	return &worker{
-		t:      t,
-		wakeCh: make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
+		t:         t,
+		announceQ: t.Announce,
+		codec:     t.Codec,
+		wakeCh:    make(chan struct{}, 1),
+		pause:     newPause(),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 }
 
@@ -84,9 +95,12 @@ func (w *worker) run() {
 			w.t.Telemetry.Transferred(ctx, time.Now(), 0, err)
 			w.t.Logger.Warn("redelay: transfer failed; retrying",
 				"queue", w.t.Queue.K.Name, "attempt", failures, "retry_in", wait, "err", err)
-		} else if failures > 0 {
-			w.t.Logger.Info("redelay: transfer recovered", "queue", w.t.Queue.K.Name, "after_failures", failures)
-			failures = 0
+		} else {
+			if failures > 0 {
+				w.t.Logger.Info("redelay: transfer recovered", "queue", w.t.Queue.K.Name, "after_failures", failures)
+				failures = 0
+			}
+			w.announce(ctx)
 		}
 		if wait := time.Until(next); wait > preciseWindow {
 			timer.Reset(wait - preciseWindow)
@@ -133,6 +147,7 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 			return time.Time{}, fmt.Errorf("transfer %s: %w", q.K.Name, err)
 		}
 		replied := time.Now()
+		w.pause.Set(res.Paused)
 		moved += int(res.N)
 		if res.N >= int64(w.t.BatchSize) {
 			continue // a full batch: more may be due
@@ -152,6 +167,38 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 		// Due already (it arrived between two reads): go again after a
 		// short pause.
 		return replied.Add(max(wait, 100*time.Microsecond)), nil
+	}
+}
+
+// merge adds what a later registration of the queue wants announced.
+func (w *worker) merge(t Target) {
+	w.annMu.Lock()
+	defer w.annMu.Unlock()
+	if t.Announce && !w.announceQ {
+		w.announceQ, w.announced = true, false
+	}
+	if t.Codec != "" && w.codec == "" {
+		w.codec, w.announced = t.Codec, false
+	}
+}
+
+// announce records the queue in the registry of queues, once per process
+// (again when a later registration brings a codec); a failure is tried
+// again after the next run.
+func (w *worker) announce(ctx context.Context) {
+	w.annMu.Lock()
+	skip, codec := w.announced || !w.announceQ, w.codec
+	w.annMu.Unlock()
+	if skip {
+		return
+	}
+	_, err := call(ctx, w, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.t.Queue.Announce(ctx, codec)
+	})
+	if err == nil {
+		w.annMu.Lock()
+		w.announced = w.codec == codec
+		w.annMu.Unlock()
 	}
 }
 

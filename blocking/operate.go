@@ -1,0 +1,301 @@
+package blocking
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/queue"
+	"github.com/redelay/redelay/internal/store"
+)
+
+// ErrNotFound: no item with the given ID is where the call looks for it
+// (delayed.ErrNotFound and inspect.ErrNotFound are the same error).
+var ErrNotFound = queue.ErrNotFound
+
+// Item is one item of a queue as it waits, read without taking it: by
+// Peek here, and by the delayed queue's Get and List.
+type Item[T any] struct {
+	ID    string // the item's ID (generated, or given with WithID)
+	Value T      // the decoded value
+	// Attempt is how many times the item was delivered so far: 0 for an
+	// item never delivered, n for a retry after n failed deliveries (as
+	// river counts). A dead letter counts its deliveries on the dead-letter
+	// queue; the attempts that brought it there are in HeaderError.
+	Attempt    int
+	EnqueuedAt time.Time         // when it was first offered (Redis server clock)
+	DueAt      time.Time         // when it falls (or fell) due (Redis server clock)
+	Headers    map[string]string // the producer's headers; HeaderError holds the last failure
+}
+
+// MaxPage bounds one Peek (and the delayed queue's List): at most 1000
+// items per call.
+const MaxPage = store.MaxPage
+
+// ScanLimit bounds the searches by ID that read a list from its start
+// (RedriveID here; the inspect package's Get, Delete and Requeue of ready,
+// in-flight and dead items): items further back are not found.
+const ScanLimit = 100_000
+
+// newItem decodes an envelope into an Item.
+func (q *Queue[T]) newItem(raw []byte) (Item[T], error) {
+	v, e, err := q.decode(raw)
+	if err != nil {
+		return Item[T]{}, err
+	}
+	return Item[T]{
+		ID: e.ID, Value: v, Attempt: e.Attempt, EnqueuedAt: e.EnqueuedAt, DueAt: e.DueAt,
+		Headers: maps.Clone(e.Headers),
+	}, nil
+}
+
+// checkPage validates a page size.
+func checkPage(what string, n int) error {
+	if n < 1 || n > MaxPage {
+		return fmt.Errorf("%s %d out of range 1..%d: %w", what, n, MaxPage, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Peek returns up to n of the ready items in the order Take would return
+// them (the next one first), without removing or leasing them. O(n). Items
+// that cannot be decoded into T are left out and logged (the inspect
+// package shows them raw). n must be 1 to MaxPage.
+func (q *Queue[T]) Peek(ctx context.Context, n int) ([]Item[T], error) {
+	if err := q.core.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkPage("peek: count", n); err != nil {
+		return nil, fmt.Errorf("peek %s: %w", q.Name(), err)
+	}
+	entries, err := queue.Call(ctx, q.core, func(ctx context.Context) ([]store.Entry, error) {
+		return q.core.Store.ListReady(ctx, 0, n)
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("peek %s: %w", q.Name(), err)
+	}
+	return q.items(entries), nil
+}
+
+// items decodes entries; those that cannot be decoded are logged and left
+// out.
+func (q *Queue[T]) items(entries []store.Entry) []Item[T] {
+	out := make([]Item[T], 0, len(entries))
+	for _, e := range entries {
+		it, err := q.newItem(e.Data)
+		if err != nil {
+			id, _ := envelope.PeekID(e.Data)
+			q.core.Cfg.Logger.Warn("redelay: an item that cannot be decoded was left out of a listing",
+				"queue", q.Name(), "id", id, "err", err)
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// ReceiveBatch is Receive for up to max items at once: it waits until at
+// least one item is ready, then leases up to max of the ready ones in one
+// round trip, oldest first. Each Delivery is settled on its own (Ack,
+// Nack), or together with AckAll. max must be 1 to 256.
+func (q *Queue[T]) ReceiveBatch(ctx context.Context, max int) ([]*Delivery[T], error) {
+	if max < 1 || max > maxReceive {
+		return nil, fmt.Errorf("receive %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
+	}
+	return q.receive(ctx, max, DefaultBackoff)
+}
+
+// TakeBatch is Take for up to max items at once: it waits until at least
+// one item is ready, then removes and returns up to max of the ready ones,
+// oldest first. Delivery is at most once, as with Take. max must be 1 to
+// 256.
+func (q *Queue[T]) TakeBatch(ctx context.Context, max int) ([]T, error) {
+	if max < 1 || max > maxReceive {
+		return nil, fmt.Errorf("take %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
+	}
+	if err := q.core.StartBackground(ctx); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for {
+		if err := q.awaitRunning(ctx, time.Time{}); err != nil {
+			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
+		}
+		raws, err := q.popN(ctx, max)
+		if err == nil && len(raws) == 0 {
+			var raw []byte
+			raw, err = q.wait(ctx, time.Time{})
+			if err == nil && raw != nil {
+				raws = [][]byte{raw}
+				if max > 1 {
+					more, perr := q.popN(ctx, max-1)
+					if perr == nil {
+						raws = append(raws, more...)
+					}
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
+		}
+		var out []T
+		for _, raw := range raws {
+			v, e, err := q.decode(raw)
+			if err != nil {
+				q.failTaken(ctx, raw, err)
+				continue
+			}
+			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
+			out = append(out, v)
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+// popN takes up to n ready items without blocking; items popped after the
+// caller left go back first in line.
+func (q *Queue[T]) popN(ctx context.Context, n int) ([][]byte, error) {
+	return queue.Wait(ctx, q.core, func(ctx context.Context) ([][]byte, error) {
+		return q.core.Store.PopN(ctx, n)
+	}, func(raws [][]byte, err error) {
+		for i := len(raws) - 1; err == nil && i >= 0; i-- {
+			q.giveBack(raws[i])
+		}
+	})
+}
+
+// Purge drops every ready item and returns how many there were. Items that
+// are delayed, waiting for a retry or leased are not touched. On the
+// DeadLetters queue, it empties the dead letters. Redis frees the memory
+// in the background (UNLINK), so a large purge does not block it.
+func (q *Queue[T]) Purge(ctx context.Context) (int64, error) {
+	if err := q.core.Err(); err != nil {
+		return 0, err
+	}
+	n, err := queue.Call(ctx, q.core, func(ctx context.Context) (int64, error) {
+		return q.core.Store.Purge(ctx, store.PartReady)
+	}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("purge %s: %w", q.Name(), err)
+	}
+	return n, nil
+}
+
+// Stats are a queue's counts by state and its timings, read at one
+// instant.
+type Stats struct {
+	Delayed  int64 // offered with a delay, not yet due (the delayed queue's Size)
+	Retry    int64 // failed deliveries waiting for their next attempt
+	Ready    int64 // ready to take (Size)
+	Inflight int64 // received and not yet settled, or being handed to a consumer
+	Dead     int64 // dead letters
+	Paused   bool  // Pause is in effect
+	// Latency is how long the oldest ready item has waited since it fell
+	// due: zero when nothing is ready. It grows when consumers fall
+	// behind, are stopped, or the queue is paused: the figure to alert on.
+	Latency time.Duration
+	// NextDue is when the earliest delayed item or retry falls due; zero
+	// when none is pending.
+	NextDue time.Time
+}
+
+// Stats reads the queue's counts and timings in one round trip, on the
+// Redis server's clock. O(log N).
+func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
+	if err := q.core.Err(); err != nil {
+		return Stats{}, err
+	}
+	st, err := queue.Call(ctx, q.core, q.core.Store.Stats, nil)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
+	}
+	return statsOf(st), nil
+}
+
+// statsOf converts the store's reading.
+func statsOf(st store.Stats) Stats {
+	s := Stats{
+		Delayed: st.Delayed, Retry: st.Retry, Ready: st.Ready, Inflight: st.Inflight, Dead: st.Dead,
+		Paused: st.Paused,
+	}
+	if st.OldestReadyDueMs >= 0 {
+		s.Latency = max(0, time.Duration(st.NowUs-st.OldestReadyDueMs*1000)*time.Microsecond)
+	}
+	if st.NextDueUs >= 0 {
+		s.NextDue = time.UnixMicro(st.NextDueUs)
+	}
+	return s
+}
+
+// Pause stops every process from handing out this queue's items: Take,
+// Poll, Receive, ReceiveBatch, TakeBatch and Consume wait (they do not
+// fail) until Resume. Offers, transfers of due items and the reclaiming of
+// expired leases go on, so nothing is late to become ready and nothing is
+// lost; handlers already running finish and settle as usual. The flag
+// lives in Redis: it holds across restarts until Resume.
+//
+// Receive and Consume see it on their next round trip (it is checked in
+// the same script that leases); Take and Poll within a notification
+// (milliseconds), or at the latest within the transfer's sweep interval
+// (1 s by default) if the notification is lost. Pausing a paused queue is
+// harmless.
+func (q *Queue[T]) Pause(ctx context.Context) error {
+	if err := q.core.SetPaused(ctx, true); err != nil {
+		return fmt.Errorf("pause %s: %w", q.Name(), err)
+	}
+	return nil
+}
+
+// Resume undoes Pause: waiting consumers in every process go on at once
+// (within the sweep interval if the notification is lost). Resuming a
+// queue that is not paused is harmless.
+func (q *Queue[T]) Resume(ctx context.Context) error {
+	if err := q.core.SetPaused(ctx, false); err != nil {
+		return fmt.Errorf("resume %s: %w", q.Name(), err)
+	}
+	return nil
+}
+
+// RedriveID moves the dead letter with this ID back to this queue, ready
+// at once with its attempts reset, as Redrive does for the oldest ones. It
+// returns ErrNotFound when no dead letter has this ID among the first
+// ScanLimit (the dead letters are a list: the search reads it from its
+// oldest end, in chunks).
+func (q *Queue[T]) RedriveID(ctx context.Context, id string) error {
+	if err := q.core.Err(); err != nil {
+		return err
+	}
+	if _, err := queue.OfferID(id, true, nil); err != nil {
+		return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
+	}
+	type hit struct {
+		e     store.Entry
+		found bool
+	}
+	for range 3 { // the list moves while it is read: look again a few times
+		h, err := queue.Call(ctx, q.core, func(ctx context.Context) (hit, error) {
+			e, found, err := q.core.Store.Find(ctx, store.PartDead, id, ScanLimit)
+			return hit{e, found}, err
+		}, nil)
+		if err != nil {
+			return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
+		}
+		if !h.found {
+			break
+		}
+		moved, err := queue.Call(ctx, q.core, func(ctx context.Context) (bool, error) {
+			return q.core.Store.Requeue(ctx, h.e.Data)
+		}, nil)
+		if err != nil {
+			return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
+		}
+		if moved {
+			return nil
+		}
+	}
+	return fmt.Errorf("redrive %s: no dead letter with id %q: %w", q.Name(), id, ErrNotFound)
+}

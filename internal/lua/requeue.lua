@@ -1,0 +1,20 @@
+-- requeue: move one dead letter, named by its exact bytes (found by the
+-- caller with a read), back to the queue's ready list with its attempt
+-- counter reset, as redrive.lua does for the oldest ones. Nothing changes
+-- when it is no longer there (taken, redriven or purged meanwhile).
+--
+-- KEYS[1] -> redelay:{q}:dead:ready LIST
+-- KEYS[2] -> redelay:{q}:ready      LIST
+-- ARGV[1] -> the dead letter's bytes
+--
+-- Output: 1 when it moved, else 0.
+redis.call('LLEN', KEYS[2]) -- type check before the first write
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
+  return 0
+end
+local env = ARGV[1]
+if is_envelope(env) then
+  env = with_attempt(env, 0)
+end
+redis.call('LPUSH', KEYS[2], env)
+return 1

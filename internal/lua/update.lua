@@ -1,0 +1,68 @@
+-- update: replace the value of one pending delayed item, in place: its ID,
+-- due time, headers, attempt counter and place in the delayed set stay.
+-- O(1). Only the payload of the stored envelope changes: the script finds
+-- where it starts (after the ID, the headers and, from version 2, the
+-- extension fields) and keeps everything before it byte for byte.
+--
+-- KEYS[1] -> redelay:{q}:items     HASH  id -> seq..envelope
+-- ARGV[1] -> id
+-- ARGV[2] -> the new payload (the codec's bytes)
+--
+-- Output: 1 updated; 0 no item with this id is pending; an error when the
+--   stored envelope is of a version this release cannot rewrite (nothing
+--   changed).
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then
+  return 0
+end
+local env = string.sub(v, SEQ_LEN + 1)
+local version = string.byte(env, 1)
+if not is_envelope(env) or version > 2 then
+  return redis.error_reply('ENVELOPE item ' .. ARGV[1] .. ': envelope version ' .. tostring(version) .. ' cannot be rewritten by this release')
+end
+local function skip_string(pos)
+  local len, p = read_uvarint(env, pos)
+  if not len or p + len - 1 > #env then
+    return nil
+  end
+  return p + len
+end
+local pos = skip_string(ENV_HEADER + 1) -- the ID
+local count
+if pos then
+  count, pos = read_uvarint(env, pos)
+end
+for _ = 1, (count or 0) do
+  if not pos then
+    break
+  end
+  pos = skip_string(pos)
+  if pos then
+    pos = skip_string(pos)
+  end
+end
+if pos and version == 2 then
+  local next
+  count, next = read_uvarint(env, pos)
+  pos = nil
+  if count then
+    pos = next
+    for _ = 1, count do
+      local tag
+      tag, pos = read_uvarint(env, pos)
+      if not tag then
+        pos = nil
+        break
+      end
+      pos = skip_string(pos)
+      if not pos then
+        break
+      end
+    end
+  end
+end
+if not pos then
+  return redis.error_reply('ENVELOPE item ' .. ARGV[1] .. ': corrupt envelope')
+end
+redis.call('HSET', KEYS[1], ARGV[1], string.sub(v, 1, SEQ_LEN) .. string.sub(env, 1, pos - 1) .. ARGV[2])
+return 1

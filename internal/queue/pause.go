@@ -1,0 +1,97 @@
+package queue
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redelay/redelay/internal/transfer"
+)
+
+// ErrNotFound is returned for an item (or queue) that is not there.
+var ErrNotFound = errors.New("redelay: not found")
+
+// pause returns this process's view of the queue's pause flag: nil until
+// StartBackground registered the queue's transfer.
+func (c *Core) pause() *transfer.Pause {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reg == nil {
+		return nil
+	}
+	return c.reg.Pause()
+}
+
+// Paused reports whether this process sees the queue paused. The first
+// call reads the flag from Redis; later ones use what the queue's transfer
+// learns (at once from the pause and resume notifications, and from every
+// transfer run).
+func (c *Core) Paused(ctx context.Context) (bool, error) {
+	p := c.pause()
+	if p == nil {
+		return false, nil
+	}
+	paused, known := p.State()
+	if known {
+		return paused, nil
+	}
+	v, err := Call(ctx, c, c.Store.Paused, nil)
+	if err != nil {
+		return false, err
+	}
+	p.Set(v)
+	return v, nil
+}
+
+// SawPaused records that a script found the queue paused.
+func (c *Core) SawPaused() {
+	if p := c.pause(); p != nil {
+		p.Set(true)
+	}
+}
+
+// AwaitRunning returns at once while the queue is not paused; while it is,
+// it waits until it is resumed, ctx ends (ctx.Err()) or the queue closes
+// (ErrClosed).
+func (c *Core) AwaitRunning(ctx context.Context) error {
+	paused, err := c.Paused(ctx)
+	if err != nil || !paused {
+		return err
+	}
+	p := c.pause()
+	logged := false
+	for {
+		paused, _ = p.State()
+		if !paused {
+			return nil
+		}
+		if !logged {
+			c.Cfg.Logger.Debug("redelay: queue paused; waiting for Resume", "queue", c.Name())
+			logged = true
+		}
+		select {
+		case <-p.Resumed():
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closing:
+			return ErrClosed
+		}
+	}
+}
+
+// SetPaused pauses or resumes the queue for every process.
+func (c *Core) SetPaused(ctx context.Context, paused bool) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	_, err := Call(ctx, c, func(ctx context.Context) (bool, error) {
+		return c.Store.SetPaused(ctx, paused)
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if p := c.pause(); p != nil {
+		p.Set(paused) // this process knows at once, notification or not
+	}
+	return nil
+}
+

@@ -1,0 +1,404 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/lua"
+)
+
+// This file holds the operations that look at and steer a queue from
+// outside the hot paths: reads by ID and by page, moves of one item, counts,
+// pause, purge.
+
+// MaxPage bounds one page of a listing (the script unpacks its results).
+const MaxPage = 1000
+
+// ScanChunk is how many entries one round trip of a search by ID reads.
+const ScanChunk = 500
+
+// Entry is one item read from a queue: its bytes and where it is.
+type Entry struct {
+	Key   string // the item's ID (delayed), lease token (leased) or retry member
+	Score int64  // due time in Unix µs (delayed, retry) or lease deadline in Unix ms (leased); 0 otherwise
+	Data  []byte // the envelope, or bytes that are no envelope (ready, dead)
+}
+
+// Get returns the pending delayed item id and its due time (Unix µs);
+// found is false when no such item is pending.
+func (q *Queue) Get(ctx context.Context, id string) (e Entry, found bool, err error) {
+	k := q.K
+	res, err := q.c.eval(ctx, lua.Get, []string{k.Delayed, k.Items}, id).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if len(res) != 2 {
+		return Entry{}, false, fmt.Errorf("unexpected get reply of %d values", len(res))
+	}
+	due, err := strconv.ParseFloat(res[1], 64)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("due time %q: %w", res[1], err)
+	}
+	return Entry{Key: id, Score: int64(due), Data: []byte(res[0])}, true, nil
+}
+
+// Contains reports whether the delayed item id is pending. O(1).
+func (q *Queue) Contains(ctx context.Context, id string) (bool, error) {
+	return q.c.rdb.HExists(ctx, q.K.Items, id).Result()
+}
+
+// ListDelayed returns up to limit pending delayed items from rank offset,
+// in due order.
+func (q *Queue) ListDelayed(ctx context.Context, offset, limit int) ([]Entry, error) {
+	return q.listIndexed(ctx, q.K.Delayed, q.K.Items, "delayed", offset, limit)
+}
+
+// ListLeased returns up to limit leased items from rank offset, earliest
+// lease deadline first.
+func (q *Queue) ListLeased(ctx context.Context, offset, limit int) ([]Entry, error) {
+	return q.listIndexed(ctx, q.K.Leases, q.K.Inflight, "leases", offset, limit)
+}
+
+func (q *Queue) listIndexed(ctx context.Context, zset, hash, mode string, offset, limit int) ([]Entry, error) {
+	res, err := q.c.eval(ctx, lua.List, []string{zset, hash}, offset, min(limit, MaxPage), mode).StringSlice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res)%3 != 0 {
+		return nil, fmt.Errorf("unexpected list reply of %d values", len(res))
+	}
+	out := make([]Entry, 0, len(res)/3)
+	for i := 0; i < len(res); i += 3 {
+		score, err := strconv.ParseFloat(res[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("score %q: %w", res[i+1], err)
+		}
+		out = append(out, Entry{Key: res[i], Score: int64(score), Data: []byte(res[i+2])})
+	}
+	return out, nil
+}
+
+// ListRetry returns up to limit retries from rank offset, earliest due
+// first; Key is the retry-set member (what Reschedule and DeleteRetry
+// take).
+func (q *Queue) ListRetry(ctx context.Context, offset, limit int) ([]Entry, error) {
+	zs, err := q.c.rdb.ZRangeWithScores(ctx, q.K.Retry, int64(offset), int64(offset+min(limit, MaxPage)-1)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(zs))
+	for i, z := range zs {
+		m, _ := z.Member.(string)
+		out[i] = Entry{Key: m, Score: int64(z.Score), Data: RetryEnvelope(m)}
+	}
+	return out, nil
+}
+
+// RetryEnvelope returns the envelope of a retry-set member (retry_envelope
+// in prelude.lua): a length byte, the nonce, then the envelope.
+func RetryEnvelope(member string) []byte {
+	if member == "" || len(member) < 1+int(member[0]) {
+		return nil
+	}
+	return []byte(member[1+int(member[0]):])
+}
+
+// ListReady returns up to limit ready items from position offset, in take
+// order (the next one first).
+func (q *Queue) ListReady(ctx context.Context, offset, limit int) ([]Entry, error) {
+	return q.listList(ctx, q.K.Ready, offset, limit)
+}
+
+// ListClaimed returns up to limit items of the claimed list (being handed
+// to a consumer) from position offset.
+func (q *Queue) ListClaimed(ctx context.Context, offset, limit int) ([]Entry, error) {
+	return q.listList(ctx, q.K.Claimed, offset, limit)
+}
+
+// listList reads a list whose oldest entry is at the right end, oldest
+// first.
+func (q *Queue) listList(ctx context.Context, key string, offset, limit int) ([]Entry, error) {
+	limit = min(limit, MaxPage)
+	if limit <= 0 {
+		return nil, nil
+	}
+	vals, err := q.c.rdb.LRange(ctx, key, int64(-offset-limit), int64(-offset-1)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(vals))
+	for i, v := range vals {
+		out[len(vals)-1-i] = Entry{Data: []byte(v)}
+	}
+	return out, nil
+}
+
+// Reschedule outcomes.
+const (
+	RescheduleNotFound = lua.RescheduleNotFound
+	ReschedulePending  = lua.ReschedulePending
+	RescheduleReady    = lua.RescheduleReady
+)
+
+// Move says where Reschedule puts an item.
+type Move struct {
+	Mode byte  // 'd': due US µs from now; 'a': due at US (Unix µs); 'n': ready now
+	US   int64 // the delay or due time, µs
+}
+
+// Reschedule moves the pending delayed item id to a new due time, or to
+// the ready list (reschedule.lua).
+func (q *Queue) Reschedule(ctx context.Context, id string, m Move) (int64, error) {
+	return q.reschedule(ctx, "id", id, m)
+}
+
+// RescheduleRetry moves the retry named by its exact member.
+func (q *Queue) RescheduleRetry(ctx context.Context, member string, m Move) (int64, error) {
+	return q.reschedule(ctx, "member", member, m)
+}
+
+func (q *Queue) reschedule(ctx context.Context, by, key string, m Move) (int64, error) {
+	k := q.K
+	mode, us := "now", ""
+	if m.Mode != 'n' {
+		mode, us = string(m.Mode), strconv.FormatInt(m.US, 10)
+	}
+	return q.c.eval(ctx, lua.Reschedule, []string{k.Delayed, k.Items, k.Ready, k.Retry},
+		k.Wake, by, key, mode, us).Int64()
+}
+
+// Update replaces the payload of the pending delayed item id (update.lua);
+// false when it is not pending.
+func (q *Queue) Update(ctx context.Context, id string, payload []byte) (bool, error) {
+	n, err := q.c.eval(ctx, lua.Update, []string{q.K.Items}, id, payload).Int64()
+	return n == 1, err
+}
+
+// Stats are a queue's counts and timings, read in one call.
+type Stats struct {
+	Delayed, Retry, Ready, Inflight, Dead int64
+	Paused                                bool
+	OldestReadyDueMs                      int64 // -1 when none
+	NextDueUs                             int64 // -1 when none
+	NowUs                                 int64
+}
+
+// Stats reads the queue's counts, pause flag and timings (stats.lua).
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	k := q.K
+	res, err := q.c.eval(ctx, lua.Stats,
+		[]string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta}).Int64Slice()
+	if err != nil {
+		return Stats{}, err
+	}
+	if len(res) != 9 {
+		return Stats{}, fmt.Errorf("unexpected stats reply %v", res)
+	}
+	return Stats{
+		Delayed: res[0], Retry: res[1], Ready: res[2], Inflight: res[3], Dead: res[4],
+		Paused: res[5] == 1, OldestReadyDueMs: res[6], NextDueUs: res[7], NowUs: res[8],
+	}, nil
+}
+
+// SetPaused pauses or resumes the queue for every process (pause.lua) and
+// reports whether the flag changed.
+func (q *Queue) SetPaused(ctx context.Context, paused bool) (bool, error) {
+	flag := "0"
+	if paused {
+		flag = "1"
+	}
+	n, err := q.c.eval(ctx, lua.Pause, []string{q.K.Meta}, q.K.Wake, flag).Int64()
+	return n == 1, err
+}
+
+// Paused reads the queue's pause flag.
+func (q *Queue) Paused(ctx context.Context) (bool, error) {
+	return q.c.rdb.HExists(ctx, q.K.Meta, keys.MetaPaused).Result()
+}
+
+// Part names a set of a queue's keys that Purge drops together.
+type Part int
+
+// Parts of a queue.
+const (
+	PartDelayed  Part = iota // the delayed set and its items hash
+	PartRetry                // the retry set
+	PartReady                // the ready list
+	PartInflight             // the leases, the in-flight items, the claimed list
+	PartDead                 // the dead letters' ready list
+)
+
+// Purge drops every item of the parts, atomically, and returns how many
+// there were (purge.lua).
+func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
+	k := q.K
+	var ks []string
+	var count []any
+	add := func(key string, counted bool) {
+		ks = append(ks, key)
+		if counted {
+			count = append(count, "1")
+		} else {
+			count = append(count, "0")
+		}
+	}
+	for _, p := range parts {
+		switch p {
+		case PartDelayed:
+			add(k.Delayed, true)
+			add(k.Items, false)
+		case PartRetry:
+			add(k.Retry, true)
+		case PartReady:
+			add(k.Ready, true)
+		case PartInflight:
+			add(k.Inflight, true)
+			add(k.Leases, false)
+			add(k.Claimed, true)
+			add(k.Seen, false)
+		case PartDead:
+			add(k.DeadReady, true)
+		}
+	}
+	if len(ks) == 0 {
+		return 0, nil
+	}
+	return q.c.eval(ctx, lua.Purge, ks, count...).Int64()
+}
+
+// Requeue moves the dead letter with exactly these bytes back to the ready
+// list (requeue.lua); false when it is no longer there.
+func (q *Queue) Requeue(ctx context.Context, raw []byte) (bool, error) {
+	n, err := q.c.eval(ctx, lua.Requeue, []string{q.K.DeadReady, q.K.Ready}, raw).Int64()
+	return n == 1, err
+}
+
+// DeleteRetry drops the retry named by its exact member; false when it is
+// no longer there.
+func (q *Queue) DeleteRetry(ctx context.Context, member string) (bool, error) {
+	n, err := q.c.rdb.ZRem(ctx, q.K.Retry, member).Result()
+	return n == 1, err
+}
+
+// DeleteReady drops the ready item with exactly these bytes; false when it
+// is no longer there.
+func (q *Queue) DeleteReady(ctx context.Context, raw []byte) (bool, error) {
+	n, err := q.c.rdb.LRem(ctx, q.K.Ready, 1, raw).Result()
+	return n == 1, err
+}
+
+// DeleteDead drops the dead letter with exactly these bytes; false when it
+// is no longer there.
+func (q *Queue) DeleteDead(ctx context.Context, raw []byte) (bool, error) {
+	n, err := q.c.rdb.LRem(ctx, q.K.DeadReady, 1, raw).Result()
+	return n == 1, err
+}
+
+// DeleteLeased drops a leased item and its lease, atomically; false when
+// the lease is gone. Its consumer's Ack or Nack then finds the lease lost.
+func (q *Queue) DeleteLeased(ctx context.Context, token string) (bool, error) {
+	var del *redis.IntCmd
+	_, err := q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		del = p.HDel(ctx, q.K.Inflight, token)
+		p.ZRem(ctx, q.K.Leases, token)
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return del.Val() == 1, nil
+}
+
+// PopN removes and returns up to n of the oldest ready items without
+// blocking (one RPOP with a count), oldest first; nil when none. Not
+// resent by go-redis, like Pop.
+func (q *Queue) PopN(ctx context.Context, n int) ([][]byte, error) {
+	vals, err := q.c.do(ctx, false, "rpop", q.K.Ready, n).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		out[i] = []byte(v)
+	}
+	return out, nil
+}
+
+// Meta reads the queue's shared settings: max_attempts, paused, codec.
+func (q *Queue) Meta(ctx context.Context) (map[string]string, error) {
+	return q.c.rdb.HGetAll(ctx, q.K.Meta).Result()
+}
+
+// Find looks for the item with this ID among the first limit entries of
+// one part (PartRetry, PartReady, PartInflight or PartDead), reading
+// ScanChunk entries per round trip. Entries move while it reads, so an
+// item that moves meanwhile may be missed (found is false): callers act on
+// the entry it returns with a script that checks it is still there.
+func (q *Queue) Find(ctx context.Context, p Part, id string, limit int) (e Entry, found bool, err error) {
+	for off := 0; off < limit; off += ScanChunk {
+		n := min(ScanChunk, limit-off)
+		var page []Entry
+		switch p {
+		case PartRetry:
+			page, err = q.ListRetry(ctx, off, n)
+		case PartReady:
+			page, err = q.listList(ctx, q.K.Ready, off, n)
+		case PartDead:
+			page, err = q.listList(ctx, q.K.DeadReady, off, n)
+		case PartInflight:
+			page, err = q.ListLeased(ctx, off, n)
+		default:
+			return Entry{}, false, fmt.Errorf("find in part %d: not searchable", p)
+		}
+		if err != nil {
+			return Entry{}, false, err
+		}
+		for _, e := range page {
+			if got, err := envelope.PeekID(e.Data); err == nil && got == id {
+				return e, true, nil
+			}
+		}
+		if len(page) < n {
+			break
+		}
+	}
+	return Entry{}, false, nil
+}
+
+// Announce records the queue in the registry of queues (keys.Registry),
+// with its codec's name in its meta hash when codec is not empty. Two
+// commands, on different Cluster slots: one round trip per node.
+func (q *Queue) Announce(ctx context.Context, codec string) error {
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, keys.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
+		if codec != "" {
+			p.HSet(ctx, q.K.Meta, keys.MetaCodec, codec)
+		}
+		return nil
+	})
+	return err
+}
+
+// Queues returns the names in the registry of queues, in name order.
+func (c *Client) Queues(ctx context.Context) ([]string, error) {
+	names, err := c.rdb.ZRange(ctx, keys.Registry, 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
+}
