@@ -94,4 +94,3 @@ func (c *Core) SetPaused(ctx context.Context, paused bool) error {
 	}
 	return nil
 }
-
