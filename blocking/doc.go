@@ -57,6 +57,18 @@
 // a rolling upgrade or a consumer deployed with the wrong type does not
 // empty the queue into the dead letters.
 //
+// # Operating a queue
+//
+// [Queue.Stats] reads the counts by state, the pause flag, the latency of
+// the oldest ready item and the next due time in one round trip;
+// [Queue.Peek] shows the next ready items without taking them;
+// [Queue.ReceiveBatch] and [Queue.TakeBatch] take up to 256 at once;
+// [Queue.Purge] drops the ready items (the dead letters, on DeadLetters());
+// [Queue.RedriveID] brings one dead letter back. [Queue.Pause] stops every
+// process from handing out items, until [Queue.Resume]: consumers wait,
+// while offers, transfers and lease reclaiming go on. Package inspect does
+// the same for tools that do not know T.
+//
 // # Resends
 //
 // go-redis sends a command again when its reply is lost. Every call of the

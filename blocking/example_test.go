@@ -102,3 +102,54 @@ func ExampleWithCodec() {
 	// Output:
 	// {To:ada@example.com Subject:Your order shipped}
 }
+
+// During an incident: stop every consumer, look at what waits, then go on.
+func ExampleQueue_Pause() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "payments")
+	defer q.Close()
+
+	if err := q.Pause(ctx); err != nil { // in every process, until Resume
+		panic(err)
+	}
+	for _, v := range []string{"pay-1", "pay-2"} {
+		if _, err := q.Offer(ctx, v); err != nil { // offers go on
+			panic(err)
+		}
+	}
+	_, ok, err := q.Poll(ctx, 100*time.Millisecond)
+	fmt.Println("handed out while paused:", ok, err)
+
+	st, err := q.Stats(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("paused:", st.Paused, "ready:", st.Ready)
+	next, err := q.Peek(ctx, 1)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("next:", next[0].Value)
+
+	if err := q.Resume(ctx); err != nil {
+		panic(err)
+	}
+	v, err := q.Take(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("took:", v)
+	// Output:
+	// handed out while paused: false <nil>
+	// paused: true ready: 2
+	// next: pay-1
+	// took: pay-1
+}

@@ -1669,6 +1669,9 @@ func (s *modelMachine) check(t *rapid.T) {
 		}
 	}
 
+	// The codec's name is announced by the transfer's first run, at a time
+	// the model does not follow; it is checked by the inspect tests.
+	delete(st.meta, "codec")
 	wantMeta := map[string]string{}
 	if m.meta > 0 {
 		wantMeta["max_attempts"] = strconv.Itoa(m.meta)

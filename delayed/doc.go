@@ -45,6 +45,17 @@
 // items of the delayed queue: Size, Clear, Remove and WithID do not see
 // them.
 //
+// # Operating on pending items
+//
+// [Queue.Get] and [Queue.Contains] look at a pending item by ID,
+// [Queue.List] pages through them in due order; [Queue.Reschedule],
+// [Queue.RescheduleAt] and [Queue.Promote] move one to a new due time or to
+// the ready queue at once; [Queue.Update] replaces its value. Each is one
+// atomic script, O(log N), on the server's clock: an item that a transfer
+// moves at the same instant is moved once, by one of them, and the other
+// finds it gone ([ErrNotFound]). An earlier due time wakes the transfers at
+// once, so a rescheduled item fires as precisely as a fresh offer.
+//
 // # Resends and deadlines
 //
 // An offer is idempotent: when go-redis sends it again after a lost reply,

@@ -160,3 +160,48 @@ func ExampleQueue_OfferBatch() {
 	// send to grace
 	// send to linus
 }
+
+// An order timer moved later when the customer asks for more time, looked
+// at, then fired at once by an operator.
+func ExampleQueue_Reschedule() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "order-timeouts")
+	defer q.Close()
+	dq := delayed.New(q)
+	defer dq.Close()
+
+	if _, err := dq.Offer(ctx, "close order 42", 30*time.Minute, delayed.WithID("order-42")); err != nil {
+		panic(err)
+	}
+	if err := dq.Reschedule(ctx, "order-42", time.Hour); err != nil {
+		panic(err)
+	}
+	it, err := dq.Get(ctx, "order-42")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(it.Value, "due in about", time.Until(it.DueAt).Round(time.Minute))
+
+	if err := dq.Promote(ctx, "order-42"); err != nil { // run it now
+		panic(err)
+	}
+	msg, err := q.Take(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("took:", msg)
+	_, err = dq.Get(ctx, "order-42")
+	fmt.Println(errors.Is(err, delayed.ErrNotFound))
+	// Output:
+	// close order 42 due in about 1h0m0s
+	// took: close order 42
+	// true
+}
