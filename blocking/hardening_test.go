@@ -804,6 +804,8 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 		}
 	}
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	started := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -816,17 +818,23 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 			return nil
 		}, blocking.WithConcurrency(1), blocking.WithShutdownTimeout(-1))
 	}()
+	// On failure too: the handler returns and Consume with it.
+	defer func() { unblock(); cancel(); <-done }()
 	<-started
 	// One handler: one item handled, one leased ahead (twice the
 	// concurrency in all), one ready.
 	redistest.WaitFor(t, 5*time.Second, "an item leased ahead", func() bool { return keyLen(t, rdb, name, "inflight") == 2 })
 	cancel()
-	redistest.WaitFor(t, 500*time.Millisecond, "the unstarted item back", func() bool { return keyLen(t, rdb, name, "ready") == 2 })
+	// Before the fix the item never came back while the handler hung (its
+	// lease kept being extended); the bound only leaves room for a loaded
+	// machine.
+	redistest.WaitFor(t, 3*time.Second, "the unstarted item back", func() bool { return keyLen(t, rdb, name, "ready") == 2 })
 	if n := keyLen(t, rdb, name, "inflight"); n != 1 {
 		t.Fatalf("%d leases held while the first handler hangs, want its one", n)
 	}
-	close(release)
-	<-done
+	unblock()
+	err := <-done
+	done <- err // for the deferred wait
 	if n := keyLen(t, rdb, name, "inflight"); n != 0 {
 		t.Fatalf("%d leases left", n)
 	}
