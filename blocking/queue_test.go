@@ -236,15 +236,17 @@ func TestInvalid(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
 	ctx := context.Background()
 	cases := map[string]*blocking.Queue[int]{
-		"nil client":       blocking.New[int](nil, "q"),
-		"empty name":       blocking.New[int](rdb, ""),
-		"brace in name":    blocking.New[int](rdb, "a{b}"),
-		"space in name":    blocking.New[int](rdb, "a b"),
-		"nil codec":        blocking.New[int](rdb, "q", blocking.WithCodec(nil)),
-		"batch size 0":     blocking.New[int](rdb, "q", blocking.WithTransferBatchSize(0)),
-		"sweep 0":          blocking.New[int](rdb, "q", blocking.WithSweepInterval(0)),
-		"max payload -2":   blocking.New[int](rdb, "q", blocking.WithMaxPayloadSize(-2)),
-		"batch size 10000": blocking.New[int](rdb, "q", blocking.WithTransferBatchSize(10000)),
+		"nil client":        blocking.New[int](nil, "q"),
+		"typed nil client":  blocking.New[int]((*redis.Client)(nil), "q"),
+		"typed nil cluster": blocking.New[int]((*redis.ClusterClient)(nil), "q"),
+		"empty name":        blocking.New[int](rdb, ""),
+		"brace in name":     blocking.New[int](rdb, "a{b}"),
+		"space in name":     blocking.New[int](rdb, "a b"),
+		"nil codec":         blocking.New[int](rdb, "q", blocking.WithCodec(nil)),
+		"batch size 0":      blocking.New[int](rdb, "q", blocking.WithTransferBatchSize(0)),
+		"sweep 0":           blocking.New[int](rdb, "q", blocking.WithSweepInterval(0)),
+		"max payload -2":    blocking.New[int](rdb, "q", blocking.WithMaxPayloadSize(-2)),
+		"batch size 10000":  blocking.New[int](rdb, "q", blocking.WithTransferBatchSize(10000)),
 	}
 	for name, q := range cases {
 		_, err := q.Offer(ctx, 1)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
 	"github.com/redelay/redelay/internal/transfer"
@@ -118,11 +119,8 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 		}
 	}
 	var errs []error
-	switch {
-	case rdb == nil:
-		errs = append(errs, errors.New("nil Redis client"))
-	case isRing(rdb):
-		errs = append(errs, errors.New("a *redis.Ring is not supported: it moves keys between shards; use a *redis.ClusterClient"))
+	if err := queue.CheckClient(rdb); err != nil {
+		errs = append(errs, err)
 	}
 	if len(queues) == 0 {
 		errs = append(errs, errors.New("no queue named"))
@@ -164,9 +162,4 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 	}
 	<-ctx.Done()
 	return fmt.Errorf("transfer: %w", ctx.Err())
-}
-
-func isRing(rdb redis.UniversalClient) bool {
-	_, ok := rdb.(*redis.Ring)
-	return ok
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -116,11 +117,10 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 	}
 	k, err := keys.New(name)
 	c.Keys = k
+	cerr := CheckClient(rdb)
 	switch {
-	case rdb == nil:
-		c.err = fmt.Errorf("%w: nil Redis client", ErrInvalidQueue)
-	case isRing(rdb):
-		c.err = fmt.Errorf("%w: a *redis.Ring is not supported: it moves keys to another shard when one is unreachable, which would split a queue's items, leases and retries between shards; use a *redis.ClusterClient", ErrInvalidQueue)
+	case cerr != nil:
+		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, cerr)
 	case err != nil:
 		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, err)
 	case optErr != nil:
@@ -135,9 +135,21 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 	return c
 }
 
-func isRing(rdb redis.UniversalClient) bool {
-	_, ok := rdb.(*redis.Ring)
-	return ok
+// CheckClient says why rdb cannot hold a queue: nil (also a nil pointer
+// of a client type, which would panic on first use), or a *redis.Ring,
+// which moves keys to another shard when one is unreachable and would
+// split a queue's items, leases and retries between shards.
+func CheckClient(rdb redis.UniversalClient) error {
+	if rdb == nil {
+		return errors.New("nil Redis client")
+	}
+	if v := reflect.ValueOf(rdb); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("nil %T", rdb)
+	}
+	if _, ok := rdb.(*redis.Ring); ok {
+		return errors.New("a *redis.Ring is not supported: it moves keys to another shard when one is unreachable, which would split a queue's items, leases and retries between shards; use a *redis.ClusterClient")
+	}
+	return nil
 }
 
 // Invalid returns a core whose every call fails with ErrInvalidQueue and why.

@@ -402,3 +402,42 @@ func (c *Client) Queues(ctx context.Context) ([]string, error) {
 	slices.Sort(names)
 	return names, nil
 }
+
+// Presence is what Probe reads of a queue.
+type Presence struct {
+	Registered bool   // in the registry of queues (keys.Registry)
+	Stored     bool   // at least one of its keys exists
+	Codec      string // its codec's name from its meta hash; "" when none is recorded
+}
+
+// Probe reads whether the queue is in the registry of queues, whether any
+// of its keys exist (one EXISTS: they share a hash tag) and the codec its
+// meta hash records. One round trip per node: the registry is on another
+// Cluster slot.
+func (q *Queue) Probe(ctx context.Context) (Presence, error) {
+	k := q.K
+	var reg *redis.FloatCmd
+	var n *redis.IntCmd
+	var codec *redis.StringCmd
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		reg = p.ZScore(ctx, keys.Registry, k.Name)
+		n = p.Exists(ctx, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready, k.Leases, k.Inflight,
+			k.Claimed, k.Meta, k.DeadReady)
+		codec = p.HGet(ctx, k.Meta, keys.MetaCodec)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Presence{}, err
+	}
+	for _, c := range []redis.Cmder{reg, n, codec} {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return Presence{}, err
+		}
+	}
+	return Presence{Registered: reg.Err() == nil, Stored: n.Val() > 0, Codec: codec.Val()}, nil
+}
+
+// LeaseCount is the number of leases (what ListLeased pages through). O(1).
+func (q *Queue) LeaseCount(ctx context.Context) (int64, error) {
+	return q.c.rdb.ZCard(ctx, q.K.Leases).Result()
+}

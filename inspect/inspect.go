@@ -1,0 +1,155 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/internal/keys"
+	iqueue "github.com/redelay/redelay/internal/queue"
+	"github.com/redelay/redelay/internal/store"
+)
+
+// Sentinel errors; every error the package returns wraps one of these, a
+// Redis error or a context error, and names the problem.
+var (
+	// ErrNotFound: no queue of that name was ever used on this Redis, or
+	// no item with that ID is where the call looks for it. It is
+	// blocking.ErrNotFound (and delayed.ErrNotFound).
+	ErrNotFound = blocking.ErrNotFound
+	// ErrInvalidArgument: a bad queue name, state, ID, page or due time.
+	// Nothing was read or changed. It is blocking.ErrInvalidArgument.
+	ErrInvalidArgument = blocking.ErrInvalidArgument
+)
+
+// Stats are a queue's counts by state and its timings: the type of
+// blocking.Queue.Stats.
+type Stats = blocking.Stats
+
+// Inspector reads and changes the queues of one Redis deployment without
+// knowing their Go types. It is safe for concurrent use, holds nothing but
+// its client, starts no goroutine and needs no Close.
+type Inspector struct {
+	rdb redis.UniversalClient
+	c   *store.Client
+}
+
+// New returns an Inspector of the queues on rdb: a *redis.Client, a
+// *redis.ClusterClient or a failover (Sentinel) client. New makes no
+// network call; a nil client or a *redis.Ring (which would split a queue
+// between shards) makes every call return ErrInvalidArgument.
+func New(rdb redis.UniversalClient) *Inspector {
+	in := &Inspector{rdb: rdb}
+	if in.checkClient() == nil {
+		in.c = store.New(rdb) // it reads the options of a *redis.Client: not nil
+	}
+	return in
+}
+
+// checkClient says why in cannot make calls, if it cannot.
+func (in *Inspector) checkClient() error {
+	if in == nil {
+		return fmt.Errorf("nil Inspector: %w", ErrInvalidArgument)
+	}
+	if err := iqueue.CheckClient(in.rdb); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// open validates the queue's name and checks that the queue exists: in
+// the registry of queues, or with at least one of its keys in Redis. It
+// returns the queue's operations and the name of its codec ("" when none
+// is recorded). One round trip (one per node on a Cluster).
+func (in *Inspector) open(ctx context.Context, name string) (*store.Queue, string, error) {
+	if err := in.checkClient(); err != nil {
+		return nil, "", err
+	}
+	k, err := keys.New(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", err, ErrInvalidArgument)
+	}
+	q := in.c.Queue(k)
+	p, err := q.Probe(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if !p.Registered && !p.Stored {
+		return nil, "", fmt.Errorf("no such queue (not in the registry of queues, no keys): %w", ErrNotFound)
+	}
+	return q, p.Codec, nil
+}
+
+// openID is open for a call on one item: it validates id first.
+func (in *Inspector) openID(ctx context.Context, name, id string) (*store.Queue, string, error) {
+	if _, err := iqueue.OfferID(id, true, nil); err != nil {
+		return nil, "", err
+	}
+	return in.open(ctx, name)
+}
+
+// wrap names the call and the queue in err.
+func wrap(op, name string, err error) error {
+	return fmt.Errorf("%s %q: %w", op, name, err)
+}
+
+// typed returns the queue called name as a blocking queue of raw bytes,
+// for the calls that do not depend on its type (Stats, Pause, Resume).
+// blocking.New makes no network call and starts nothing, so the queue
+// needs no Close.
+func (in *Inspector) typed(name string) *blocking.Queue[[]byte] {
+	return blocking.New[[]byte](in.rdb, name, blocking.WithCodec(codec.Raw()))
+}
+
+// Queues returns the name of every queue announced on this Redis, in name
+// order: every queue that a process consumed, or transferred with
+// delayed.New or transfer.Run, since the registry was last cleared. On a
+// Cluster one registry covers every master. One round trip, O(N log N)
+// for N queues; it never uses KEYS or SCAN.
+func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
+	if err := in.checkClient(); err != nil {
+		return nil, fmt.Errorf("queues: %w", err)
+	}
+	names, err := in.c.Queues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queues: %w", err)
+	}
+	return names, nil
+}
+
+// Stats reads the queue's counts by state, its pause flag, its latency
+// (how long the oldest ready item has waited since it fell due) and when
+// its next delayed item or retry falls due, at one instant of the Redis
+// server's clock. Two round trips (the check that the queue exists, then
+// one read-only script), O(log N).
+func (in *Inspector) Stats(ctx context.Context, queue string) (Stats, error) {
+	if _, _, err := in.open(ctx, queue); err != nil {
+		return Stats{}, wrap("stats", queue, err)
+	}
+	return in.typed(queue).Stats(ctx)
+}
+
+// Pause stops every process from handing out the queue's items, as
+// blocking.Queue.Pause does: consumers wait (Receive and Consume from
+// their next round trip, Take and Poll within milliseconds), while
+// offers, transfers of due items and the reclaiming of expired leases go
+// on. The flag lives in Redis until Resume. Pausing a paused queue is
+// harmless. Two round trips, O(1).
+func (in *Inspector) Pause(ctx context.Context, queue string) error {
+	if _, _, err := in.open(ctx, queue); err != nil {
+		return wrap("pause", queue, err)
+	}
+	return in.typed(queue).Pause(ctx)
+}
+
+// Resume undoes Pause: waiting consumers in every process go on at once.
+// Resuming a queue that is not paused is harmless. Two round trips, O(1).
+func (in *Inspector) Resume(ctx context.Context, queue string) error {
+	if _, _, err := in.open(ctx, queue); err != nil {
+		return wrap("resume", queue, err)
+	}
+	return in.typed(queue).Resume(ctx)
+}

@@ -1,0 +1,151 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/inspect"
+	"github.com/redelay/redelay/internal/redistest"
+)
+
+// Queues lists the queues whose consumers announced them, in name order;
+// a queue only offered to is not listed, and is still found by name.
+func TestQueues(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		base := redistest.QueueName(t)
+		consumed := []string{base + "-z", base + "-a"}
+		for _, name := range consumed {
+			q := blocking.New[string](rdb, name)
+			t.Cleanup(func() { _ = q.Close() })
+			if _, _, err := q.Poll(ctx, 0); err != nil { // starts consuming
+				t.Fatal(err)
+			}
+		}
+		offered := base + "-m"
+		if _, err := blocking.New[string](rdb, offered).Offer(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		in := inspect.New(rdb)
+		var names []string
+		redistest.WaitFor(t, 10*time.Second, "both consumed queues announced", func() bool {
+			var err error
+			names, err = in.Queues(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return slices.Contains(names, consumed[0]) && slices.Contains(names, consumed[1])
+		})
+		if !sort.StringsAreSorted(names) || slices.Index(names, base+"-a") > slices.Index(names, base+"-z") {
+			t.Fatalf("Queues not in name order: %q", names)
+		}
+		if slices.Contains(names, offered) {
+			t.Fatalf("Queues lists %s, which no process consumed", offered)
+		}
+		if got := countsOf(t, in, offered); got != (counts{0, 0, 1, 0, 0}) {
+			t.Fatalf("counts of the offered queue = %v", got)
+		}
+		if codec, err := rdb.HGet(ctx, redistest.KeysOf(consumed[0]).Meta, "codec").Result(); err != nil || codec != "msgpack" {
+			t.Fatalf("recorded codec = %q, %v", codec, err)
+		}
+		// An empty queue with no keys is known by its registry entry.
+		if _, err := in.Stats(ctx, consumed[1]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Stats(ctx, base+"-never"); !errors.Is(err, inspect.ErrNotFound) {
+			t.Fatalf("Stats of a queue never used = %v", err)
+		}
+	})
+}
+
+// Pause through the inspector stops a Consume of another process; Resume
+// delivers what was offered meanwhile.
+func TestPauseResume(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		producer := blocking.New[string](rdb, name)
+		defer producer.Close()
+		consumer := blocking.New[string](redistest.NewClientLike(t, rdb), name)
+		defer consumer.Close()
+		got := make(chan string, 10)
+		cctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- consumer.Consume(cctx, func(_ context.Context, d *blocking.Delivery[string]) error {
+				got <- d.Value
+				return nil
+			})
+		}()
+		defer func() {
+			stop()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("Consume = %v", err)
+			}
+		}()
+		offer := func(v string) {
+			t.Helper()
+			if _, err := producer.Offer(ctx, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		offer("before")
+		select {
+		case v := <-got:
+			if v != "before" {
+				t.Fatal(v)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing consumed before the pause")
+		}
+		in := inspect.New(rdb)
+		// The queue is empty: the inspector knows it by its consumer's
+		// announcement.
+		redistest.WaitFor(t, 10*time.Second, "the queue announced", func() bool {
+			names, err := in.Queues(ctx)
+			return err == nil && slices.Contains(names, name)
+		})
+		if err := in.Pause(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // Consume sees the flag within 1 s
+		for _, v := range []string{"p1", "p2", "p3"} {
+			offer(v)
+		}
+		select {
+		case v := <-got:
+			t.Fatalf("consumed %q while paused", v)
+		case <-time.After(1500 * time.Millisecond):
+		}
+		st, err := in.Stats(ctx, name)
+		if err != nil || !st.Paused || st.Ready != 3 {
+			t.Fatalf("Stats while paused = %+v, %v", st, err)
+		}
+		if err := in.Resume(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		var after []string
+		for len(after) < 3 {
+			select {
+			case v := <-got:
+				after = append(after, v)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("consumed after Resume: %q", after)
+			}
+		}
+		slices.Sort(after)
+		if !slices.Equal(after, []string{"p1", "p2", "p3"}) {
+			t.Fatalf("consumed after Resume: %q", after)
+		}
+		if st, err := in.Stats(ctx, name); err != nil || st.Paused {
+			t.Fatalf("Stats after Resume = %+v, %v", st, err)
+		}
+	})
+}
