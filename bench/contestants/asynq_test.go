@@ -110,12 +110,16 @@ func exerciseContestant(t *testing.T, name string, deadline time.Duration, pad i
 		}
 	}
 
-	// Canceled items fall due mid-window, so by the time every item has
-	// arrived they would have been delivered had the cancel not worked.
+	// Canceled items fall due a second after they are offered, so that a
+	// loaded machine still cancels them before they are due, and the check
+	// below waits until a second past that, so they would have been
+	// delivered had the cancel not worked.
 	var canceled []int
+	var cancelDue time.Time
 	if canceler, ok := c.(Canceler); ok {
 		for id := 1000; id < 1010; id++ {
-			if err := c.Offer(ctx, id, start.Add(500*time.Millisecond)); err != nil {
+			cancelDue = time.Now().Add(time.Second)
+			if err := c.Offer(ctx, id, cancelDue); err != nil {
 				t.Fatalf("Offer(%d): %v", id, err)
 			}
 			if err := canceler.Cancel(ctx, id); err != nil {
@@ -139,7 +143,8 @@ func exerciseContestant(t *testing.T, name string, deadline time.Duration, pad i
 		mu.Lock()
 		t.Fatalf("only %d of %d items arrived within %v", total, items, deadline)
 	}
-	time.Sleep(time.Second) // let duplicates and canceled items show up
+	// Let duplicates and canceled items show up.
+	time.Sleep(max(time.Second, time.Until(cancelDue.Add(time.Second))))
 	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
