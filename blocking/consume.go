@@ -217,6 +217,15 @@ func (c *consumer[T]) run(ctx context.Context) error {
 						return
 					default:
 					}
+					if paused, _ := c.q.core.Paused(c.handlerBg); paused {
+						// Leased ahead, then the queue was paused: it goes
+						// back first in line, no attempt counted, and the
+						// next receive waits for Resume.
+						c.giveBack(d)
+						c.releaseUnused()
+						<-slots
+						continue
+					}
 					c.handle(d)
 					<-slots
 				}

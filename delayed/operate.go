@@ -139,8 +139,8 @@ func (d *Queue[T]) move(ctx context.Context, op, id string, m store.Move) error 
 
 // Update replaces the value of the pending item with this ID; its ID, due
 // time and headers stay. O(1). It returns [ErrNotFound] when the item is no
-// longer pending, and [blocking.ErrPayloadTooLarge] when the new value is
-// over the queue's limit.
+// longer pending, and [blocking.ErrPayloadTooLarge] when the new value,
+// with the item's headers, is over the queue's limit (as an offer counts).
 func (d *Queue[T]) Update(ctx context.Context, id string, v T) error {
 	if err := d.checkID("update", id); err != nil {
 		return err
@@ -149,17 +149,21 @@ func (d *Queue[T]) Update(ctx context.Context, id string, v T) error {
 	if err != nil {
 		return fmt.Errorf("update %s in %s: encode with %s codec: %w", id, d.core.Name(), d.core.Cfg.Codec.Name(), err)
 	}
-	if limit := d.core.Cfg.MaxPayload; limit > 0 && len(payload) > limit {
+	limit := d.core.Cfg.MaxPayload
+	if limit > 0 && len(payload) > limit {
 		return fmt.Errorf("update %s in %s: %w: %d bytes encoded, limit %d", id, d.core.Name(), blocking.ErrPayloadTooLarge, len(payload), limit)
 	}
-	ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
-		return d.core.Store.Update(ctx, id, payload)
+	res, err := queue.Call(ctx, d.core, func(ctx context.Context) (int64, error) {
+		return d.core.Store.Update(ctx, id, payload, limit)
 	}, nil)
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("update %s in %s: %w", id, d.core.Name(), err)
-	}
-	if !ok {
+	case res == 0:
 		return fmt.Errorf("update: %w", d.notFound(id))
+	case res < 0:
+		return fmt.Errorf("update %s in %s: %w: %d bytes encoded with the item's headers, limit %d",
+			id, d.core.Name(), blocking.ErrPayloadTooLarge, -res, limit)
 	}
 	return nil
 }

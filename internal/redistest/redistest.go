@@ -15,6 +15,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/goleak"
 
 	"github.com/redelay/redelay/internal/keys"
@@ -206,15 +207,27 @@ func NewClientLike(t testing.TB, rdb redis.UniversalClient) redis.UniversalClien
 	switch x := rdb.(type) {
 	case *redis.Client:
 		o := *x.Options()
+		// The copy would share the live client's maintenance-notification
+		// settings, which go-redis writes while it runs (a data race, and
+		// a handler registered twice): the new client gets its own.
+		o.MaintNotificationsConfig = noMaintNotifications()
 		c = redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *x.Options()
+		o.MaintNotificationsConfig = noMaintNotifications()
 		c = redis.NewClusterClient(&o)
 	default:
 		t.Fatalf("redistest: NewClientLike(%T): unsupported client type", rdb)
 	}
 	t.Cleanup(func() { closeClient(t, c) })
 	return c
+}
+
+// noMaintNotifications turns off go-redis's cluster maintenance
+// notifications (a Redis Enterprise feature): the servers the tests start
+// do not have it, and each client would otherwise ask and log.
+func noMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 // KeysOf returns the Redis key names of the queue called name, for tests

@@ -70,7 +70,14 @@ func (q *Queue) ListLeased(ctx context.Context, offset, limit int) ([]Entry, err
 	return q.listIndexed(ctx, q.K.Leases, q.K.Inflight, "leases", offset, limit)
 }
 
+// maxOffset is past the end of anything Redis holds; a page from there is
+// empty. (Scripts do arithmetic in doubles, exact below 2^53.)
+const maxOffset = 1 << 53
+
 func (q *Queue) listIndexed(ctx context.Context, zset, hash, mode string, offset, limit int) ([]Entry, error) {
+	if offset >= maxOffset || limit <= 0 {
+		return nil, nil
+	}
 	res, err := q.c.eval(ctx, lua.List, []string{zset, hash}, offset, min(limit, MaxPage), mode).StringSlice()
 	if err != nil {
 		return nil, err
@@ -93,6 +100,9 @@ func (q *Queue) listIndexed(ctx context.Context, zset, hash, mode string, offset
 // first; Key is the retry-set member (what Reschedule and DeleteRetry
 // take).
 func (q *Queue) ListRetry(ctx context.Context, offset, limit int) ([]Entry, error) {
+	if offset >= maxOffset || limit <= 0 {
+		return nil, nil
+	}
 	zs, err := q.c.rdb.ZRangeWithScores(ctx, q.K.Retry, int64(offset), int64(offset+min(limit, MaxPage)-1)).Result()
 	if err != nil {
 		return nil, err
@@ -130,7 +140,7 @@ func (q *Queue) ListClaimed(ctx context.Context, offset, limit int) ([]Entry, er
 // first.
 func (q *Queue) listList(ctx context.Context, key string, offset, limit int) ([]Entry, error) {
 	limit = min(limit, MaxPage)
-	if limit <= 0 {
+	if offset >= maxOffset || limit <= 0 {
 		return nil, nil
 	}
 	vals, err := q.c.rdb.LRange(ctx, key, int64(-offset-limit), int64(-offset-1)).Result()
@@ -178,11 +188,11 @@ func (q *Queue) reschedule(ctx context.Context, by, key string, m Move) (int64, 
 		k.Wake, by, key, mode, us).Int64()
 }
 
-// Update replaces the payload of the pending delayed item id (update.lua);
-// false when it is not pending.
-func (q *Queue) Update(ctx context.Context, id string, payload []byte) (bool, error) {
-	n, err := q.c.eval(ctx, lua.Update, []string{q.K.Items}, id, payload).Int64()
-	return n == 1, err
+// Update replaces the payload of the pending delayed item id (update.lua),
+// when it and the item's producer headers fit limit bytes (0: no limit).
+// It returns 1 updated, 0 not pending, or minus the size over the limit.
+func (q *Queue) Update(ctx context.Context, id string, payload []byte, limit int) (int64, error) {
+	return q.c.eval(ctx, lua.Update, []string{q.K.Items}, id, payload, max(limit, 0)).Int64()
 }
 
 // Stats are a queue's counts and timings, read in one call.
