@@ -170,7 +170,8 @@ func (d *Queue[T]) Update(ctx context.Context, id string, v T) error {
 
 // List returns up to limit pending items in due order (ties in offer
 // order), skipping the first offset: a page of the delayed set, read
-// atomically. O(log N + offset + limit). limit must be 1 to MaxPage and
+// atomically. O(log N + limit) (Redis finds a rank in a skip list in
+// O(log N)). limit must be 1 to MaxPage and
 // offset not negative. Items that cannot be decoded into T are left out
 // and logged.
 func (d *Queue[T]) List(ctx context.Context, offset, limit int) ([]Item[T], error) {

@@ -1,8 +1,13 @@
 package redistest
 
 import (
+	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Paired runs two operations alternately, one call of each per op
@@ -37,4 +42,45 @@ func Paired(b *testing.B, nameA string, a func() error, nameB string, fb func() 
 	b.ReportMetric(float64(tb.Nanoseconds())/float64(b.N), nameB+"-ns")
 	b.ReportMetric(float64((ta-tb).Nanoseconds())/float64(b.N), "extra-ns")
 	b.ReportMetric(float64(ta)/float64(tb), "ratio")
+}
+
+// CommandStat is one command's line of a server's INFO commandstats.
+type CommandStat struct {
+	Calls, Usec int64
+}
+
+// ReadCommandStat reads the calls and total microseconds of cmd (lower
+// case, as "evalsha") from INFO commandstats of the server rdb talks to.
+func ReadCommandStat(tb testing.TB, rdb *redis.Client, cmd string) CommandStat {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var st CommandStat
+	prefix := "cmdstat_" + cmd + ":"
+	for line := range strings.SplitSeq(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			switch k {
+			case "calls":
+				st.Calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				st.Usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return st
+}
+
+// PerCall is the server's mean time per call, µs.
+func (st CommandStat) PerCall() float64 {
+	if st.Calls <= 0 {
+		return 0
+	}
+	return float64(st.Usec) / float64(st.Calls)
 }
