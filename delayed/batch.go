@@ -26,7 +26,8 @@ const batchPipeline = 8
 // been offered too).
 // Values due at the same time become ready in slice order. Each chunk is
 // idempotent on resend, like Offer. WithHeaders applies to every item;
-// WithID is refused ([ErrInvalidArgument]).
+// WithID, WithReplace, WithDebounce and WithUniqueFor are refused
+// ([ErrInvalidArgument]).
 func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Duration, opts ...OfferOption) ([]string, error) {
 	if err := d.err(); err != nil {
 		return nil, err
@@ -36,8 +37,8 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 	}
 	var o offerOptions
 	o.apply(opts)
-	if o.hasID {
-		return nil, fmt.Errorf("offer batch %s: WithID: OfferBatch generates the IDs: %w", d.core.Name(), ErrInvalidArgument)
+	if o.hasID || o.dup != 0 {
+		return nil, fmt.Errorf("offer batch %s: WithID and the duplicate modes need an ID of the caller's: OfferBatch generates the IDs: %w", d.core.Name(), ErrInvalidArgument)
 	}
 	if err := queue.CheckHeaders(o.headers); err != nil {
 		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)

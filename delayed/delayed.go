@@ -16,7 +16,8 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrDuplicate: an item with the ID given by WithID is still pending.
+	// ErrDuplicate: an item with the ID given by WithID is still pending,
+	// or (WithUniqueFor) one was offered within the window.
 	ErrDuplicate = errors.New("redelay: duplicate id")
 	// ErrInvalidArgument is blocking.ErrInvalidArgument: a negative or
 	// out-of-range delay or time, a bad ID or header.
@@ -96,6 +97,75 @@ type offerOptions struct {
 	id      string
 	hasID   bool
 	headers map[string]string
+	dup     byte          // store.Dup*: a duplicate mode, 0 for none
+	dupName string        // the option that set it, for errors
+	dupArg  time.Duration // the debounce's max wait or the unique window
+	err     error         // an option that cannot be used
+}
+
+// setDup records a duplicate mode; only one may be given.
+func (o *offerOptions) setDup(mode byte, name string, arg time.Duration) {
+	if o.dup != 0 && o.err == nil {
+		o.err = fmt.Errorf("%s and %s cannot be combined (see WithReplace): %w", o.dupName, name, ErrInvalidArgument)
+	}
+	o.dup, o.dupName, o.dupArg = mode, name, arg
+}
+
+// check validates the options of one offer.
+func (o *offerOptions) check() error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.dup == 0 {
+		return nil
+	}
+	if !o.hasID {
+		return fmt.Errorf("%s needs WithID: %w", o.dupName, ErrInvalidArgument)
+	}
+	if o.dup != store.DupReplace {
+		if o.dupArg <= 0 {
+			return fmt.Errorf("%s(%v): not positive: %w", o.dupName, o.dupArg, ErrInvalidArgument)
+		}
+		if err := queue.CheckDelay(o.dupName, o.dupArg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WithReplace, used with WithID, makes an offer replace the pending item
+// with that ID, if there is one: its value, headers and due time become
+// this offer's, atomically, and it keeps its ID, its first EnqueuedAt and
+// its place among items due at the same time. The offer returns the ID
+// and a nil error either way. Without a pending item it is a plain offer.
+//
+// Combinations: WithReplace, WithDebounce and WithUniqueFor each need
+// WithID, exclude one another (debounce is a replace with a bound;
+// replace and unique contradict), and are refused by OfferBatch: any other
+// use returns [ErrInvalidArgument].
+func WithReplace() OfferOption {
+	return func(o *offerOptions) { o.setDup(store.DupReplace, "WithReplace", 0) }
+}
+
+// WithDebounce, used with WithID, makes an offer replace the pending item
+// with that ID, as WithReplace does, with a due time of the new delay from
+// now, but never later than the first offer's time + maxWait: a "save when
+// the user stops typing" fires after the last keystroke, and at least every
+// maxWait during a stream of them. Without a pending item it is a plain
+// offer (which starts a new maxWait). maxWait must be positive.
+func WithDebounce(maxWait time.Duration) OfferOption {
+	return func(o *offerOptions) { o.setDup(store.DupDebounce, "WithDebounce", maxWait) }
+}
+
+// WithUniqueFor, used with WithID, refuses a second offer of the same ID
+// within window of the accepted one with [ErrDuplicate], even after the
+// first was delivered, acked or dead-lettered; after the window the ID
+// is accepted again (but still refused while an item with it is pending,
+// as with WithID alone). The window lives in Redis as one key per ID that
+// expires with it, so its memory is bounded by one window's offers.
+// window must be positive.
+func WithUniqueFor(window time.Duration) OfferOption {
+	return func(o *offerOptions) { o.setDup(store.DupUnique, "WithUniqueFor", window) }
 }
 
 // WithID gives the item an ID of the caller's choosing (1 to 256 bytes),
@@ -157,12 +227,15 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay ti
 	}
 	var o offerOptions
 	o.apply(opts)
+	if err := o.check(); err != nil {
+		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
+	}
 	id, err := queue.OfferID(o.id, o.hasID, o.headers)
 	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}
 	ctx, span, trace := d.core.Tel.StartSend(ctx, id, max(delay, 0))
-	err = d.send(ctx, id, v, mode, us, o.headers, trace)
+	err = d.send(ctx, id, v, mode, us, &o, trace)
 	sent := 1
 	if err != nil {
 		sent = 0
@@ -172,16 +245,25 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay ti
 }
 
 // send offers v under id.
-func (d *Queue[T]) send(ctx context.Context, id string, v T, mode byte, us int64, user, trace map[string]string) error {
-	env, err := d.core.Encode(id, v, user, trace)
+func (d *Queue[T]) send(ctx context.Context, id string, v T, mode byte, us int64, o *offerOptions, trace map[string]string) error {
+	env, err := d.core.Encode(id, v, o.headers, trace)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}
-	status, err := d.core.Offer(ctx, store.OfferItem{ID: id, Env: env, Mode: mode, US: us})
+	item := store.OfferItem{ID: id, Env: env, Mode: mode, US: us}
+	var status int64
+	if o.dup != 0 {
+		status, err = d.core.Upsert(ctx, item, o.dup, o.dupArg.Microseconds())
+	} else {
+		status, err = d.core.Offer(ctx, item)
+	}
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}
 	if status == lua.OfferDuplicate {
+		if o.dup == store.DupUnique {
+			return fmt.Errorf("offer %s: id %q is pending or was offered within the last %v: %w", d.core.Name(), id, o.dupArg, ErrDuplicate)
+		}
 		return fmt.Errorf("offer %s: id %q is pending: %w", d.core.Name(), id, ErrDuplicate)
 	}
 	return nil

@@ -15,6 +15,7 @@
 //	redelay:{N}:claimed:seen  HASH   envelope in claimed -> when the reclaimer first saw it (ms)
 //	redelay:{N}:meta          HASH   what every process shares: max_attempts, paused, codec
 //	redelay:{N}:lane:<L>      STRING the last offer call of lane L and its outcome (expires)
+//	redelay:{N}:unique:<ID>   STRING an ID offered WithUniqueFor, until its window ends (expires)
 //	redelay:{N}:wake          pub/sub channel (not a key): earliest due time changed
 //
 // A child queue (the dead letters of N) keeps the parent's tag:
@@ -89,6 +90,10 @@ func (q Queue) Child(sub string) Queue {
 
 // Dead returns the keys of q's dead-letter queue.
 func (q Queue) Dead() Queue { return q.Child("dead") }
+
+// Unique returns the key that holds id for delayed.WithUniqueFor's window
+// (see internal/lua/upsert.lua).
+func (q Queue) Unique(id string) string { return q.base + ":unique:" + id }
 
 // Lane returns the key that records the last offer call sent on lane l (see
 // internal/lua/offer.lua): l names one producer's in-flight call slot.

@@ -54,6 +54,8 @@ var (
 	purgeSrc string
 	//go:embed requeue.lua
 	requeueSrc string
+	//go:embed upsert.lua
+	upsertSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -77,6 +79,7 @@ var (
 	Pause      = redis.NewScript(prelude + pauseSrc)      // pause.lua
 	Purge      = redis.NewScript(prelude + purgeSrc)      // purge.lua
 	Requeue    = redis.NewScript(prelude + requeueSrc)    // requeue.lua
+	Upsert     = redis.NewScript(prelude + upsertSrc)     // upsert.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.
@@ -84,6 +87,13 @@ const (
 	OfferDuplicate = 0
 	OfferPending   = 1
 	OfferReady     = 2
+)
+
+// Upsert outcomes returned by upsert.lua (0 to 2 as OfferDuplicate,
+// OfferPending, OfferReady).
+const (
+	UpsertReplacedPending = 3
+	UpsertReplacedReady   = 4
 )
 
 // Reschedule outcomes returned by reschedule.lua.

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -200,3 +201,27 @@ func (l *OfferLane) Nonce() string { return l.c.lanes.nextNonce() }
 
 // Release returns the lane.
 func (l *OfferLane) Release() { l.c.lanes.put(l.lane) }
+
+// Upsert sends one offer under a duplicate mode (store.Upsert) in a call
+// of its own: such offers are not combined, so that two of the same ID
+// meet in Redis one after the other. Errors are as Offer's.
+func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l := c.Lane()
+	nonce := l.Nonce()
+	st, err := Call(ctx, c, func(ctx context.Context) (int64, error) {
+		return c.Store.Upsert(ctx, l.Name, nonce, item, dup, us)
+	}, func(int64, error) { l.Release() })
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Given up on while on its way: the call goes on, and its late
+		// handler releases the lane.
+		return 0, &OfferOutcomeUnknown{Err: err}
+	}
+	l.Release()
+	if err != nil {
+		return 0, &OfferOutcomeUnknown{Err: err} // sent: it may have run
+	}
+	return st, nil
+}

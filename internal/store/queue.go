@@ -76,6 +76,23 @@ func offerArgs(wake, nonce string, items []OfferItem) []any {
 	return argv
 }
 
+// Duplicate modes of Upsert (upsert.lua).
+const (
+	DupReplace  = 'R'
+	DupDebounce = 'B'
+	DupUnique   = 'U'
+)
+
+// Upsert offers one delayed item (Mode 'd' or 'a') under a duplicate mode,
+// recorded under lane with nonce; us is the debounce's max wait or the
+// unique window, µs. It returns upsert.lua's status.
+func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us int64) (int64, error) {
+	k := q.K
+	return q.c.eval(ctx, lua.Upsert,
+		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Unique(it.ID)},
+		k.Wake, nonce, LaneTTL.Milliseconds(), it.ID, it.Env, string(it.Mode), it.US, string(dup), us).Int64()
+}
+
 // OfferCall is one offer.lua call of a pipelined batch.
 type OfferCall struct {
 	Lane, Nonce string
