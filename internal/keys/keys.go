@@ -14,6 +14,9 @@
 //	redelay:{N}:claimed       LIST   items a waiting consumer popped, not yet leased or taken
 //	redelay:{N}:claimed:seen  HASH   envelope in claimed -> when the reclaimer first saw it (ms)
 //	redelay:{N}:meta          HASH   what every process shares: max_attempts, paused, codec
+//	redelay:{N}:schedules     HASH   recurring schedule name -> its state (JSON: spec, next, last, missed)
+//	redelay:{N}:schedules:values HASH schedule name -> the envelope its ticks carry (ID left empty)
+//	redelay:{N}:schedules:due ZSET   schedule name -> when its next tick must be materialized (Unix ms)
 //	redelay:{N}:lane:<L>      STRING the last offer call of lane L and its outcome (expires)
 //	redelay:{N}:unique:<ID>   STRING an ID offered WithUniqueFor, until its window ends (expires)
 //	redelay:{N}:wake          pub/sub channel (not a key): earliest due time changed
@@ -65,7 +68,13 @@ type Queue struct {
 	Claimed  string
 	Seen     string
 	Meta     string
-	Wake     string // pub/sub channel
+	// Schedules holds the recurring schedules: name -> JSON state;
+	// ScheduleValues name -> the envelope each tick carries; ScheduleDue
+	// name -> when the schedule's next tick must be materialized (ms).
+	Schedules      string
+	ScheduleValues string
+	ScheduleDue    string
+	Wake           string // pub/sub channel
 	// DeadReady is the ready list of the dead-letter queue (Dead().Ready),
 	// built once: scripts on hot paths name it on every call.
 	DeadReady string
@@ -101,21 +110,24 @@ func (q Queue) Lane(l string) string { return q.base + ":lane:" + l }
 
 func build(name, tag, base string) Queue {
 	return Queue{
-		Name:      name,
-		Ready:     base + ":ready",
-		Delayed:   base + ":delayed",
-		Items:     base + ":items",
-		Seq:       base + ":seq",
-		Retry:     base + ":retry",
-		Leases:    base + ":leases",
-		Inflight:  base + ":inflight",
-		Claimed:   base + ":claimed",
-		Seen:      base + ":claimed:seen",
-		Meta:      base + ":meta",
-		Wake:      base + ":wake",
-		DeadReady: base + ":dead:ready",
-		tag:       tag,
-		base:      base,
+		Name:           name,
+		Ready:          base + ":ready",
+		Delayed:        base + ":delayed",
+		Items:          base + ":items",
+		Seq:            base + ":seq",
+		Retry:          base + ":retry",
+		Leases:         base + ":leases",
+		Inflight:       base + ":inflight",
+		Claimed:        base + ":claimed",
+		Seen:           base + ":claimed:seen",
+		Meta:           base + ":meta",
+		Schedules:      base + ":schedules",
+		ScheduleValues: base + ":schedules:values",
+		ScheduleDue:    base + ":schedules:due",
+		Wake:           base + ":wake",
+		DeadReady:      base + ":dead:ready",
+		tag:            tag,
+		base:           base,
 	}
 }
 

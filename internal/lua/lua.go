@@ -56,30 +56,39 @@ var (
 	requeueSrc string
 	//go:embed upsert.lua
 	upsertSrc string
+	//go:embed schedule_put.lua
+	schedulePutSrc string
+	//go:embed schedule_advance.lua
+	scheduleAdvanceSrc string
+	//go:embed schedule_remove.lua
+	scheduleRemoveSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
 // the shared prelude.lua followed by its own file.
 var (
-	Offer      = redis.NewScript(prelude + offerSrc)      // offer.lua
-	Transfer   = redis.NewScript(prelude + transferSrc)   // transfer.lua
-	Remove     = redis.NewScript(prelude + removeSrc)     // remove.lua
-	Receive    = redis.NewScript(prelude + receiveSrc)    // receive.lua
-	Extend     = redis.NewScript(prelude + extendSrc)     // extend.lua
-	Settle     = redis.NewScript(prelude + settleSrc)     // settle.lua
-	Reclaim    = redis.NewScript(prelude + reclaimSrc)    // reclaim.lua
-	Redrive    = redis.NewScript(prelude + redriveSrc)    // redrive.lua
-	Release    = redis.NewScript(prelude + releaseSrc)    // release.lua
-	Unclaim    = redis.NewScript(prelude + unclaimSrc)    // unclaim.lua
-	Get        = redis.NewScript(prelude + getSrc)        // get.lua
-	List       = redis.NewScript(prelude + listSrc)       // list.lua
-	Reschedule = redis.NewScript(prelude + rescheduleSrc) // reschedule.lua
-	Update     = redis.NewScript(prelude + updateSrc)     // update.lua
-	Stats      = redis.NewScript(prelude + statsSrc)      // stats.lua
-	Pause      = redis.NewScript(prelude + pauseSrc)      // pause.lua
-	Purge      = redis.NewScript(prelude + purgeSrc)      // purge.lua
-	Requeue    = redis.NewScript(prelude + requeueSrc)    // requeue.lua
-	Upsert     = redis.NewScript(prelude + upsertSrc)     // upsert.lua
+	Offer           = redis.NewScript(prelude + offerSrc)           // offer.lua
+	Transfer        = redis.NewScript(prelude + transferSrc)        // transfer.lua
+	Remove          = redis.NewScript(prelude + removeSrc)          // remove.lua
+	Receive         = redis.NewScript(prelude + receiveSrc)         // receive.lua
+	Extend          = redis.NewScript(prelude + extendSrc)          // extend.lua
+	Settle          = redis.NewScript(prelude + settleSrc)          // settle.lua
+	Reclaim         = redis.NewScript(prelude + reclaimSrc)         // reclaim.lua
+	Redrive         = redis.NewScript(prelude + redriveSrc)         // redrive.lua
+	Release         = redis.NewScript(prelude + releaseSrc)         // release.lua
+	Unclaim         = redis.NewScript(prelude + unclaimSrc)         // unclaim.lua
+	Get             = redis.NewScript(prelude + getSrc)             // get.lua
+	List            = redis.NewScript(prelude + listSrc)            // list.lua
+	Reschedule      = redis.NewScript(prelude + rescheduleSrc)      // reschedule.lua
+	Update          = redis.NewScript(prelude + updateSrc)          // update.lua
+	Stats           = redis.NewScript(prelude + statsSrc)           // stats.lua
+	Pause           = redis.NewScript(prelude + pauseSrc)           // pause.lua
+	Purge           = redis.NewScript(prelude + purgeSrc)           // purge.lua
+	Requeue         = redis.NewScript(prelude + requeueSrc)         // requeue.lua
+	Upsert          = redis.NewScript(prelude + upsertSrc)          // upsert.lua
+	SchedulePut     = redis.NewScript(prelude + schedulePutSrc)     // schedule_put.lua
+	ScheduleAdvance = redis.NewScript(prelude + scheduleAdvanceSrc) // schedule_advance.lua
+	ScheduleRemove  = redis.NewScript(prelude + scheduleRemoveSrc)  // schedule_remove.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.

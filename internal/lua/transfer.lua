@@ -11,10 +11,13 @@
 -- KEYS[4] -> redelay:{q}:retry     ZSET  member len..nonce..envelope, score due µs
 -- KEYS[5] -> redelay:{q}:meta      HASH  paused (reported, not obeyed: due
 --                                    items move while a queue is paused)
+-- KEYS[6] -> redelay:{q}:schedules:due ZSET (read: when a recurring
+--                                    schedule's next tick must be materialized)
 -- ARGV[1] -> batch limit (at most a few thousand: results are unpacked)
 --
 -- Output: {moved, next due µs or -1 when nothing is pending, server now ms,
---          server now µs, 1 when the queue is paused else 0}
+--          server now µs, 1 when the queue is paused else 0, when the
+--          earliest schedule needs its next tick materialized (ms) or -1}
 
 local us = now_us()
 local now = math.floor(us / 1000)
@@ -82,4 +85,9 @@ local next_due = head_due(KEYS[1], KEYS[4])
 if next_due == math.huge then
   next_due = -1
 end
-return {moved_delayed + moved_retries, next_due, now, us, redis.call('HEXISTS', KEYS[5], 'paused')}
+local sched = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
+local sched_due = -1
+if sched[2] then
+  sched_due = tonumber(sched[2])
+end
+return {moved_delayed + moved_retries, next_due, now, us, redis.call('HEXISTS', KEYS[5], 'paused'), sched_due}

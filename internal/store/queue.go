@@ -360,19 +360,22 @@ type Moved struct {
 	NextDue int64 // earliest pending due time, Unix µs; -1 when none
 	NowUs   int64 // the server's clock
 	Paused  bool  // the queue is paused (due items move all the same)
+	// ScheduleDueMs is when the earliest recurring schedule needs its next
+	// tick materialized (Unix ms); -1 when the queue has none.
+	ScheduleDueMs int64
 }
 
 // Transfer moves up to batch due items to the ready list.
 func (q *Queue) Transfer(ctx context.Context, batch int) (Moved, error) {
 	k := q.K
-	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Meta}, batch).Int64Slice()
+	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Meta, k.ScheduleDue}, batch).Int64Slice()
 	if err != nil {
 		return Moved{}, err
 	}
-	if len(res) != 5 {
+	if len(res) != 6 {
 		return Moved{}, fmt.Errorf("unexpected transfer reply %v", res)
 	}
-	return Moved{N: res[0], NextDue: res[1], NowUs: res[3], Paused: res[4] == 1}, nil
+	return Moved{N: res[0], NextDue: res[1], NowUs: res[3], Paused: res[4] == 1, ScheduleDueMs: res[5]}, nil
 }
 
 // Reclaimed is the result of one Reclaim call.

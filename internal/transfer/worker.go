@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/redelay/redelay/internal/store"
 )
 
@@ -23,9 +25,12 @@ type worker struct {
 	announceQ bool
 	codec     string
 	announced bool
-	quit      chan struct{}
-	done      chan struct{}
-	bg        store.Calls // script calls left to finish after stop
+	// specs caches parsed schedule specs; only the worker's goroutine
+	// uses it.
+	specs map[string]cron.Schedule
+	quit  chan struct{}
+	done  chan struct{}
+	bg    store.Calls // script calls left to finish after stop
 }
 
 func newWorker(t Target) *worker {
@@ -156,6 +161,18 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 		if res.NextDue >= 0 {
 			// Due times are kept to the microsecond.
 			wait = min(wait, time.Duration(res.NextDue-res.NowUs)*time.Microsecond)
+		}
+		if res.ScheduleDueMs >= 0 {
+			nowMs := res.NowUs / 1000
+			due := res.ScheduleDueMs
+			if due <= nowMs {
+				due = w.advanceSchedules(ctx, time.UnixMicro(res.NowUs))
+			}
+			// A schedule that could not be advanced is tried again on
+			// the sweep, not in a loop.
+			if due > nowMs {
+				wait = min(wait, time.Duration(due-nowMs)*time.Millisecond)
+			}
 		}
 		lease, err := w.reclaim(ctx)
 		if err != nil {

@@ -1,0 +1,244 @@
+package delayed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redelay/redelay/internal/queue"
+	"github.com/redelay/redelay/internal/schedule"
+)
+
+// MaxScheduleNameLen bounds a schedule's name, in bytes (a tick's ID is
+// the name, "@" and the tick's time).
+const MaxScheduleNameLen = 200
+
+// HeaderSchedule is the header a tick's item carries: the name of the
+// schedule that made it.
+const HeaderSchedule = "redelay-schedule"
+
+// MissedTicks says what happens to the ticks of a schedule whose time
+// passed while no process of the queue ran.
+type MissedTicks string
+
+// Policies for missed ticks.
+const (
+	// MissedLatest fires the latest missed tick once, at once, and skips
+	// the older ones (the default): a nightly report that was missed runs
+	// once when the service is back.
+	MissedLatest MissedTicks = MissedTicks(schedule.MissedLatest)
+	// MissedSkip fires none of them: the schedule goes on from the next
+	// tick.
+	MissedSkip MissedTicks = MissedTicks(schedule.MissedSkip)
+	// MissedAll fires each missed tick, at once and in order; at most the
+	// latest 100.
+	MissedAll MissedTicks = MissedTicks(schedule.MissedAll)
+)
+
+// ScheduleOption configures one Schedule.
+type ScheduleOption func(*scheduleOptions)
+
+type scheduleOptions struct {
+	loc    *time.Location
+	missed MissedTicks
+}
+
+// WithTimeZone evaluates the spec in loc (default UTC). A spec that starts
+// with CRON_TZ= names its own zone, which wins.
+func WithTimeZone(loc *time.Location) ScheduleOption {
+	return func(o *scheduleOptions) { o.loc = loc }
+}
+
+// WithMissedTicks sets the policy for ticks missed while no process ran
+// (default MissedLatest).
+func WithMissedTicks(p MissedTicks) ScheduleOption {
+	return func(o *scheduleOptions) { o.missed = p }
+}
+
+// ScheduleInfo describes one recurring schedule.
+type ScheduleInfo struct {
+	Name string
+	Spec string
+	Next time.Time // the next tick
+	Last time.Time // the latest tick that has fired; zero if none yet
+}
+
+// Schedule creates or replaces (by name) a recurring schedule: at each tick
+// of spec, v is delivered to the queue once, as an item whose ID is the
+// name, "@" and the tick's time in UTC (e.g. "nightly@2026-12-02T03:00:00.000Z"),
+// stable for that tick so consumers can deduplicate, with the header
+// HeaderSchedule naming the schedule.
+//
+// spec is a standard cron expression: five fields (minute, hour, day of
+// month, month, day of week), or six with seconds first; a descriptor
+// (@every 90s, @hourly, @daily, @weekly, @monthly, @yearly); a CRON_TZ=
+// prefix names its time zone (see WithTimeZone). Parsed by
+// github.com/robfig/cron/v3.
+//
+// The schedule lives in Redis and survives restarts of every process.
+// Every process that transfers the queue (consumers, delayed queues that
+// transfer, transfer.Run) takes part, none of them a leader: each tick is
+// materialized as a delayed item a couple of seconds ahead, by whichever
+// process gets there first, atomically and once, and then fires as
+// precisely as any delayed item. No tick is lost while at least one such
+// process runs; ticks missed while none ran follow WithMissedTicks.
+//
+// Scheduling the same name again with the same spec and options updates
+// the value and changes no tick; with a new spec, the ticks the old one
+// had materialized are withdrawn and the new one starts from its next
+// tick, so no tick fires twice.
+func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ...ScheduleOption) error {
+	if err := d.err(); err != nil {
+		return err
+	}
+	o := scheduleOptions{missed: MissedLatest}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if err := checkScheduleName(name); err != nil {
+		return fmt.Errorf("schedule %s: %w", d.core.Name(), err)
+	}
+	rec := schedule.Record{Spec: spec, Missed: schedule.Missed(o.missed)}
+	if o.loc != nil {
+		rec.Zone = o.loc.String()
+	}
+	switch o.missed {
+	case MissedLatest, MissedSkip, MissedAll:
+	default:
+		return fmt.Errorf("schedule %s: missed-tick policy %q: %w", d.core.Name(), o.missed, ErrInvalidArgument)
+	}
+	s, err := rec.Parsed()
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w: %w", d.core.Name(), err, ErrInvalidArgument)
+	}
+	env, err := d.core.Encode("", v, map[string]string{HeaderSchedule: name}, nil)
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w", d.core.Name(), err)
+	}
+	for range 3 { // compare-and-set: again when another process changed it meanwhile
+		old, err := d.record(ctx, name)
+		if err != nil {
+			return fmt.Errorf("schedule %s in %s: %w", name, d.core.Name(), err)
+		}
+		now := time.Now()
+		next := rec
+		var drop []string
+		if old.found && old.rec.Spec == rec.Spec && old.rec.Zone == rec.Zone {
+			next.Next, next.Recent = old.rec.Next, old.rec.Recent // same ticks: keep them
+		} else {
+			next.Next = s.Next(now).UnixMilli()
+			if old.found {
+				for _, t := range old.rec.Pending(now) {
+					drop = append(drop, schedule.TickID(name, t))
+				}
+			}
+		}
+		ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
+			return d.core.Store.SchedulePut(ctx, name, old.raw, next.Encode(), env, schedule.DueMs(time.UnixMilli(next.Next)), drop)
+		}, nil)
+		if err != nil {
+			return fmt.Errorf("schedule %s in %s: %w", name, d.core.Name(), err)
+		}
+		if ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("schedule %s in %s: changed by other processes three times while this call ran; try again", name, d.core.Name())
+}
+
+func checkScheduleName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("empty schedule name: %w", ErrInvalidArgument)
+	case len(name) > MaxScheduleNameLen:
+		return fmt.Errorf("schedule name of %d bytes, at most %d: %w", len(name), MaxScheduleNameLen, ErrInvalidArgument)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("schedule name %q is not UTF-8: %w", name, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// stored is a schedule's record as read.
+type stored struct {
+	raw   string
+	rec   schedule.Record
+	found bool
+}
+
+func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
+	return queue.Call(ctx, d.core, func(ctx context.Context) (stored, error) {
+		raw, found, err := d.core.Store.ScheduleRecord(ctx, name)
+		if err != nil || !found {
+			return stored{}, err
+		}
+		rec, err := schedule.Decode(raw)
+		return stored{raw: raw, rec: rec, found: true}, err
+	}, nil)
+}
+
+// Unschedule deletes the schedule called name, and withdraws the ticks it
+// had materialized that have not fired: none fires after the call. It
+// returns false when there was no such schedule.
+func (d *Queue[T]) Unschedule(ctx context.Context, name string) (bool, error) {
+	if err := d.err(); err != nil {
+		return false, err
+	}
+	if err := checkScheduleName(name); err != nil {
+		return false, fmt.Errorf("unschedule %s: %w", d.core.Name(), err)
+	}
+	old, err := d.record(ctx, name)
+	if err != nil {
+		return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
+	}
+	var drop []string
+	for _, t := range old.rec.Pending(time.Now()) {
+		drop = append(drop, schedule.TickID(name, t))
+	}
+	ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
+		return d.core.Store.ScheduleRemove(ctx, name, drop)
+	}, nil)
+	if err != nil {
+		return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
+	}
+	return ok, nil
+}
+
+// Schedules lists the queue's recurring schedules, by name.
+func (d *Queue[T]) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	recs, err := queue.Call(ctx, d.core, d.core.Store.ScheduleRecords, nil)
+	if err != nil {
+		return nil, fmt.Errorf("schedules of %s: %w", d.core.Name(), err)
+	}
+	now := time.Now()
+	out := make([]ScheduleInfo, 0, len(recs))
+	for name, raw := range recs {
+		rec, err := schedule.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("schedules of %s: %s: %w", d.core.Name(), name, err)
+		}
+		info := ScheduleInfo{Name: name, Spec: rec.Spec, Next: time.UnixMilli(rec.Next), Last: rec.Last(now)}
+		for _, t := range rec.Pending(now) { // materialized, still ahead
+			if t.After(now) && t.Before(info.Next) {
+				info.Next = t
+			}
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b ScheduleInfo) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}

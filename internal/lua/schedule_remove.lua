@@ -1,0 +1,28 @@
+-- schedule_remove: delete a recurring schedule (delayed.Unschedule), and
+-- the ticks it materialized that are still pending (IDs in ARGV), so none
+-- fires after the call.
+--
+-- KEYS[1] -> redelay:{q}:schedules         HASH
+-- KEYS[2] -> redelay:{q}:schedules:values  HASH
+-- KEYS[3] -> redelay:{q}:schedules:due     ZSET
+-- KEYS[4] -> redelay:{q}:delayed           ZSET  member seq..id
+-- KEYS[5] -> redelay:{q}:items             HASH  id -> seq..envelope
+-- ARGV[1] -> name
+-- ARGV[2..] -> IDs of pending ticks to remove
+--
+-- Output: 1 when the schedule existed, else 0.
+redis.call('HLEN', KEYS[2]) -- type checks before the first write
+redis.call('ZCARD', KEYS[3])
+redis.call('ZCARD', KEYS[4])
+redis.call('HLEN', KEYS[5])
+local existed = redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+for i = 2, #ARGV do
+  local v = redis.call('HGET', KEYS[5], ARGV[i])
+  if v then
+    redis.call('ZREM', KEYS[4], string.sub(v, 1, SEQ_LEN) .. ARGV[i])
+    redis.call('HDEL', KEYS[5], ARGV[i])
+  end
+end
+return existed

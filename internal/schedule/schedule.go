@@ -1,0 +1,198 @@
+// Package schedule holds what recurring schedules compute in Go: parsing a
+// spec (with github.com/robfig/cron/v3) and planning which ticks to
+// materialize as delayed items. Redis holds each schedule's state; the
+// scripts schedule_*.lua change it atomically (see docs/decisions.md).
+package schedule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Lead is how long before its time a tick is materialized as a delayed
+// item: from then on it fires as precisely as any delayed item. It is
+// longer than a transfer's sweep interval (1 s by default), so a process
+// that learns of a schedule on its sweep is still in time.
+const Lead = 2 * time.Second
+
+// maxPlan bounds the ticks one plan looks at (an "@every 1s" schedule
+// that no process ran for a day has 86,400 missed ticks).
+const maxPlan = 100_000
+
+// MaxAll bounds how many missed ticks MissedAll fires: the latest ones.
+const MaxAll = 100
+
+// Missed is what happens to ticks whose time passed while no process ran.
+type Missed string
+
+// Missed-tick policies.
+const (
+	MissedLatest Missed = "latest" // fire the latest missed tick once, skip older ones
+	MissedSkip   Missed = "skip"   // fire none of them
+	MissedAll    Missed = "all"    // fire each (the latest MaxAll)
+)
+
+// ErrSpec wraps a spec that cannot be parsed.
+var ErrSpec = errors.New("bad schedule spec")
+
+var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor) //nolint:gochecknoglobals // immutable
+
+// Parse parses spec: five fields (minute to weekday), or six with seconds
+// first; a descriptor (@every 90s, @hourly, @daily, @weekly, @monthly,
+// @yearly); a CRON_TZ= or TZ= prefix names its time zone, else loc (UTC
+// when nil).
+func Parse(spec string, loc *time.Location) (cron.Schedule, error) {
+	s := strings.TrimSpace(spec)
+	if s == "" {
+		return nil, fmt.Errorf("%w: empty", ErrSpec)
+	}
+	if loc != nil && !strings.HasPrefix(s, "CRON_TZ=") && !strings.HasPrefix(s, "TZ=") && !strings.HasPrefix(s, "@every") {
+		s = "CRON_TZ=" + loc.String() + " " + s
+	}
+	sched, err := parser.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrSpec, spec, err)
+	}
+	if sched.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("%w: %q never fires", ErrSpec, spec)
+	}
+	return sched, nil
+}
+
+// Plan returns the ticks to materialize now: those from next (the first
+// tick not yet materialized; inclusive) up to now+Lead, with the ticks
+// whose time has passed kept as policy says; and the first tick after
+// them, the new next. A running process materializes each tick Lead
+// before its time, so a tick found past was missed: no process ran (or
+// none could reach Redis) for at least Lead.
+func Plan(s cron.Schedule, next, now time.Time, policy Missed) (ticks []time.Time, newNext time.Time) {
+	var missed []time.Time
+	t := next
+	for range maxPlan {
+		if t.IsZero() || t.After(now.Add(Lead)) {
+			break
+		}
+		if t.Before(now) {
+			missed = append(missed, t)
+		} else {
+			ticks = append(ticks, t)
+		}
+		t = s.Next(t)
+	}
+	if !t.IsZero() && t.Before(now) { // past the bound: skip to now
+		t = s.Next(now)
+	}
+	switch policy {
+	case MissedSkip:
+		missed = nil
+	case MissedAll:
+		if len(missed) > MaxAll {
+			missed = missed[len(missed)-MaxAll:]
+		}
+	default:
+		if len(missed) > 1 {
+			missed = missed[len(missed)-1:]
+		}
+	}
+	return append(missed, ticks...), t
+}
+
+// TickID is the ID of the item of schedule name's tick at t: stable, so
+// that consumers can deduplicate, and readable.
+func TickID(name string, t time.Time) string {
+	return name + "@" + t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// Record is a schedule's state as stored in Redis (JSON). Next is the
+// first tick not yet materialized; Recent the latest ticks materialized
+// (some may still be ahead, by at most Lead).
+type Record struct {
+	Spec   string  `json:"spec"`
+	Zone   string  `json:"tz,omitempty"` // time zone given as an option
+	Missed Missed  `json:"missed"`
+	Next   int64   `json:"next"`             // Unix ms
+	Recent []int64 `json:"recent,omitempty"` // Unix ms, oldest first
+}
+
+// keepRecent bounds Record.Recent.
+const keepRecent = 8
+
+// Decode reads a stored record.
+func Decode(s string) (Record, error) {
+	var r Record
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return r, fmt.Errorf("schedule record: %w", err)
+	}
+	return r, nil
+}
+
+// Encode writes r for storing.
+func (r Record) Encode() string {
+	b, _ := json.Marshal(r) // plain fields: never fails
+	return string(b)
+}
+
+// Location is the record's time zone option (nil: none).
+func (r Record) Location() (*time.Location, error) {
+	if r.Zone == "" {
+		return nil, nil
+	}
+	return time.LoadLocation(r.Zone)
+}
+
+// Parsed parses the record's spec.
+func (r Record) Parsed() (cron.Schedule, error) {
+	loc, err := r.Location()
+	if err != nil {
+		return nil, fmt.Errorf("%w: time zone %q: %w", ErrSpec, r.Zone, err)
+	}
+	return Parse(r.Spec, loc)
+}
+
+// Advance plans the ticks to materialize at now and returns them with the
+// record that follows and when its next tick must be materialized (ms).
+func (r Record) Advance(s cron.Schedule, now time.Time) (ticks []time.Time, next Record, dueMs int64) {
+	ticks, n := Plan(s, time.UnixMilli(r.Next), now, r.Missed)
+	next = r
+	next.Next = n.UnixMilli()
+	next.Recent = append([]int64(nil), r.Recent...)
+	for _, t := range ticks {
+		next.Recent = append(next.Recent, t.UnixMilli())
+	}
+	if len(next.Recent) > keepRecent {
+		next.Recent = next.Recent[len(next.Recent)-keepRecent:]
+	}
+	return ticks, next, DueMs(n)
+}
+
+// DueMs is when a schedule whose next tick is at next must materialize
+// it: Lead before.
+func DueMs(next time.Time) int64 { return next.Add(-Lead).UnixMilli() }
+
+// Last is the latest tick materialized whose time has come (zero if none).
+func (r Record) Last(now time.Time) time.Time {
+	var last time.Time
+	for _, ms := range r.Recent {
+		if t := time.UnixMilli(ms); !t.After(now) && t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// Pending returns the ticks r materialized that may still be pending at
+// now: those ahead of now.
+func (r Record) Pending(now time.Time) []time.Time {
+	var out []time.Time
+	for _, ms := range r.Recent {
+		if t := time.UnixMilli(ms); t.After(now.Add(-Lead)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
