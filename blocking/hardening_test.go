@@ -810,8 +810,15 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
+		var first sync.Once
 		done <- q.Consume(ctx, func(_ context.Context, d *blocking.Delivery[string]) error {
-			if d.Value == "first" {
+			// The first item handled hangs, whichever it is: the two
+			// receives run concurrently, so "first" may not be handled
+			// first (and, handled after another, would find nothing left
+			// to lease ahead but the third).
+			hang := false
+			first.Do(func() { hang = true })
+			if hang {
 				close(started)
 				<-release
 			}

@@ -34,6 +34,9 @@ func (w *worker) advanceSchedules(ctx context.Context, now time.Time) int64 {
 			earliest = due
 		}
 	}
+	if len(names) == dueBatch { // more may be due: run again at once
+		earliest = now.UnixMilli() + 1
+	}
 	return earliest
 }
 
