@@ -223,13 +223,7 @@ func (d *Queue[T]) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schedules of %s: %s: %w", d.core.Name(), name, err)
 		}
-		info := ScheduleInfo{Name: name, Spec: rec.Spec, Next: time.UnixMilli(rec.Next), Last: rec.Last(now)}
-		for _, t := range rec.Pending(now) { // materialized, still ahead
-			if t.After(now) && t.Before(info.Next) {
-				info.Next = t
-			}
-		}
-		out = append(out, info)
+		out = append(out, ScheduleInfo{Name: name, Spec: rec.Spec, Next: rec.NextTick(now), Last: rec.Last(now)})
 	}
 	slices.SortFunc(out, func(a, b ScheduleInfo) int {
 		switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
 )
@@ -146,6 +147,32 @@ func TestPauseResume(t *testing.T) {
 		}
 		if st, err := in.Stats(ctx, name); err != nil || st.Paused {
 			t.Fatalf("Stats after Resume = %+v, %v", st, err)
+		}
+	})
+}
+
+func TestSchedules(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name)
+		dq := delayed.New(q, delayed.WithoutTransfer())
+		t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+		for _, s := range []struct{ name, spec string }{{"nightly", "0 3 * * *"}, {"every", "@every 1m"}} {
+			if err := dq.Schedule(ctx, s.name, s.spec, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		infos, err := inspect.New(rdb).Schedules(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(infos) != 2 || infos[0].Name != "every" || infos[1].Name != "nightly" || infos[1].Spec != "0 3 * * *" ||
+			!infos[1].Next.After(time.Now()) || infos[1].Next.UTC().Hour() != 3 || !infos[0].Last.IsZero() {
+			t.Fatalf("Schedules = %+v", infos)
+		}
+		if _, err := inspect.New(rdb).Schedules(ctx, "no-such-queue-"+name); !errors.Is(err, inspect.ErrNotFound) {
+			t.Fatalf("Schedules of an unknown queue = %v", err)
 		}
 	})
 }

@@ -196,3 +196,15 @@ func (r Record) Pending(now time.Time) []time.Time {
 	}
 	return out
 }
+
+// NextTick is the schedule's next tick after now: the earliest
+// materialized one still ahead, else the first not yet materialized.
+func (r Record) NextTick(now time.Time) time.Time {
+	next := time.UnixMilli(r.Next)
+	for _, t := range r.Pending(now) {
+		if t.After(now) && t.Before(next) {
+			next = t
+		}
+	}
+	return next
+}

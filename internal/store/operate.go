@@ -432,7 +432,7 @@ func (q *Queue) Probe(ctx context.Context) (Presence, error) {
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		reg = p.ZScore(ctx, keys.Registry, k.Name)
 		n = p.Exists(ctx, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready, k.Leases, k.Inflight,
-			k.Claimed, k.Meta, k.DeadReady)
+			k.Claimed, k.Meta, k.DeadReady, k.Schedules)
 		codec = p.HGet(ctx, k.Meta, keys.MetaCodec)
 		return nil
 	})
