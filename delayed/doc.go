@@ -56,6 +56,41 @@
 // finds it gone ([ErrNotFound]). An earlier due time wakes the transfers at
 // once, so a rescheduled item fires as precisely as a fresh offer.
 //
+// # Duplicate modes
+//
+// With [WithID], a second offer of a pending ID is refused. Given with
+// WithID, [WithReplace] makes it replace the pending item (value, headers
+// and due time; the ID, the first EnqueuedAt and the place among equal due
+// times stay); [WithDebounce] does the same with the due time bounded by
+// the first offer's time + maxWait, so a stream of updates fires after the
+// last one, and at least every maxWait; [WithUniqueFor] refuses the ID
+// with [ErrDuplicate] for a window after the accepted offer, even once it
+// was delivered. Without a pending item, replace and debounce are plain
+// offers. The three exclude one another, each needs WithID, and
+// [Queue.OfferBatch] refuses them: [ErrInvalidArgument]. Each such offer
+// is one atomic script call of its own, idempotent on resend.
+//
+//	_, err := dq.Offer(ctx, draft, 2*time.Second,
+//		delayed.WithID("save:"+docID), delayed.WithDebounce(10*time.Second))
+//
+// # Recurring schedules
+//
+// [Queue.Schedule] stores a schedule in the queue's Redis keys: at each
+// tick of a cron spec (five fields, six with seconds, or a descriptor such
+// as @daily or @every 90s; UTC unless [WithTimeZone] or CRON_TZ= says
+// otherwise) its value is delivered once, as an item whose ID is
+// "name@" and the tick's time in UTC, with the [HeaderSchedule] header.
+// Every process that transfers the queue takes part, none of them a
+// leader: each tick is materialized as a delayed item 2 s ahead by one
+// compare-and-set script, once however many processes run, and then fires
+// as precisely as any delayed item. Ticks missed while no process ran
+// follow [WithMissedTicks] ([MissedLatest] by default). Scheduling a name
+// again replaces it (a new spec withdraws the old one's pending ticks);
+// [Queue.Unschedule] deletes it and withdraws its pending ticks;
+// [Queue.Schedules] lists them.
+//
+//	err := dq.Schedule(ctx, "nightly-report", "0 3 * * *", report, delayed.WithTimeZone(berlin))
+//
 // # Resends and deadlines
 //
 // An offer is idempotent: when go-redis sends it again after a lost reply,

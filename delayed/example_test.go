@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -204,4 +205,135 @@ func ExampleQueue_Reschedule() {
 	// close order 42 due in about 1h0m0s
 	// took: close order 42
 	// true
+}
+
+// Autosave when the user stops typing: each keystroke offers the draft
+// again under the document's ID, and the save fires 200 ms after the last
+// one, with the latest draft; during a long stream of keystrokes it fires
+// at least once a second (the max wait, counted from the first offer).
+func ExampleWithDebounce() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "autosave")
+	defer q.Close()
+	dq := delayed.New(q)
+	defer dq.Close()
+
+	for _, draft := range []string{"Dear", "Dear Ada,", "Dear Ada, thanks!"} {
+		id, err := dq.Offer(ctx, draft, 200*time.Millisecond,
+			delayed.WithID("doc-7"), delayed.WithDebounce(time.Second))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("offered", id)
+	}
+	n, _ := dq.Size(ctx)
+	fmt.Println("pending:", n)
+
+	draft, err := q.Take(ctx) // 200 ms after the last keystroke
+	fmt.Println("save:", draft, err)
+	_, ok, err := q.Poll(ctx, 300*time.Millisecond)
+	fmt.Println("another save:", ok, err)
+	// Output:
+	// offered doc-7
+	// offered doc-7
+	// offered doc-7
+	// pending: 1
+	// save: Dear Ada, thanks! <nil>
+	// another save: false <nil>
+}
+
+// A payment request offered WithUniqueFor is refused when it comes again
+// within the window, even after the first was delivered: a client that
+// retries a request does not charge twice.
+func ExampleWithUniqueFor() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "charges")
+	defer q.Close()
+	dq := delayed.New(q)
+	defer dq.Close()
+
+	charge := func() error {
+		_, err := dq.Offer(ctx, "charge order 42", 0,
+			delayed.WithID("charge-42"), delayed.WithUniqueFor(time.Hour))
+		return err
+	}
+	fmt.Println("first request:", charge())
+	msg, err := q.Take(ctx)
+	fmt.Println("took:", msg, err)
+
+	err = charge() // the client retried: delivered already, but within the hour
+	fmt.Println("retried request is a duplicate:", errors.Is(err, delayed.ErrDuplicate))
+	// Output:
+	// first request: <nil>
+	// took: charge order 42 <nil>
+	// retried request is a duplicate: true
+}
+
+// A recurring schedule delivers its value at each tick, as an item whose ID
+// names the schedule and the tick's time and whose header names the
+// schedule. Every process that holds the queue takes part, and each tick
+// is delivered once.
+func ExampleQueue_Schedule() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	q := blocking.New[string](rdb, "reports")
+	defer q.Close()
+	dq := delayed.New(q)
+	defer dq.Close()
+
+	// In production, e.g. "0 3 * * *" with delayed.WithTimeZone(loc): 03:00 every night.
+	if err := dq.Schedule(ctx, "heartbeat", "@every 1s", "send heartbeat"); err != nil {
+		panic(err)
+	}
+	for range 2 {
+		d, err := q.Receive(ctx)
+		if err != nil {
+			panic(err)
+		}
+		name, at, _ := strings.Cut(d.ID, "@") // e.g. heartbeat@2026-12-02T03:00:00.000Z
+		fmt.Println(name, len(at), d.Value, d.Headers[delayed.HeaderSchedule])
+		if err := d.Ack(ctx); err != nil {
+			panic(err)
+		}
+	}
+
+	infos, err := dq.Schedules(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(infos), infos[0].Name, infos[0].Spec, infos[0].Next.After(infos[0].Last))
+
+	removed, err := dq.Unschedule(ctx, "heartbeat") // withdraws its ticks not yet fired
+	fmt.Println("unscheduled:", removed, err)
+	_, ok, err := q.Poll(ctx, 1500*time.Millisecond)
+	fmt.Println("another tick:", ok, err)
+	// Output:
+	// heartbeat 24 send heartbeat heartbeat
+	// heartbeat 24 send heartbeat heartbeat
+	// 1 heartbeat @every 1s true
+	// unscheduled: true <nil>
+	// another tick: false <nil>
 }

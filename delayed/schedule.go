@@ -45,8 +45,11 @@ type scheduleOptions struct {
 	missed MissedTicks
 }
 
-// WithTimeZone evaluates the spec in loc (default UTC). A spec that starts
-// with CRON_TZ= names its own zone, which wins.
+// WithTimeZone evaluates the spec in loc (default UTC): a location from
+// time.LoadLocation with an IANA name, stored by that name so that every
+// process reads the same zone (time.Local and time.FixedZone are refused
+// with ErrInvalidArgument). A spec that starts with CRON_TZ= names its
+// own zone, which wins.
 func WithTimeZone(loc *time.Location) ScheduleOption {
 	return func(o *scheduleOptions) { o.loc = loc }
 }
@@ -104,6 +107,12 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 	}
 	rec := schedule.Record{Spec: spec, Missed: schedule.Missed(o.missed)}
 	if o.loc != nil {
+		// Every process plans the ticks: the zone must mean the same to
+		// each, so it is stored by its IANA name.
+		if _, err := time.LoadLocation(o.loc.String()); err != nil || o.loc == time.Local || o.loc.String() == "Local" {
+			return fmt.Errorf("schedule %s: time zone %q: give a location from time.LoadLocation with an IANA name (such as \"Europe/Berlin\"), which every process reads the same: %w",
+				d.core.Name(), o.loc.String(), ErrInvalidArgument)
+		}
 		rec.Zone = o.loc.String()
 	}
 	switch o.missed {
@@ -124,7 +133,7 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 		if err != nil {
 			return fmt.Errorf("schedule %s in %s: %w", name, d.core.Name(), err)
 		}
-		now := time.Now()
+		now := old.now
 		next := rec
 		var drop []string
 		if old.found && old.rec.Spec == rec.Spec && old.rec.Zone == rec.Zone {
@@ -162,21 +171,27 @@ func checkScheduleName(name string) error {
 	return nil
 }
 
-// stored is a schedule's record as read.
+// stored is a schedule's record as read, and the Redis server's clock
+// just before (the clock the transfers plan ticks with).
 type stored struct {
 	raw   string
 	rec   schedule.Record
 	found bool
+	now   time.Time
 }
 
 func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
 	return queue.Call(ctx, d.core, func(ctx context.Context) (stored, error) {
-		raw, found, err := d.core.Store.ScheduleRecord(ctx, name)
-		if err != nil || !found {
+		now, err := d.core.Store.Client().Now(ctx)
+		if err != nil {
 			return stored{}, err
 		}
+		raw, found, err := d.core.Store.ScheduleRecord(ctx, name)
+		if err != nil || !found {
+			return stored{now: now}, err
+		}
 		rec, err := schedule.Decode(raw)
-		return stored{raw: raw, rec: rec, found: true}, err
+		return stored{raw: raw, rec: rec, found: true, now: now}, err
 	}, nil)
 }
 
@@ -190,21 +205,26 @@ func (d *Queue[T]) Unschedule(ctx context.Context, name string) (bool, error) {
 	if err := checkScheduleName(name); err != nil {
 		return false, fmt.Errorf("unschedule %s: %w", d.core.Name(), err)
 	}
-	old, err := d.record(ctx, name)
-	if err != nil {
-		return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
+	for range 3 { // compare-and-set: again when a process advanced it meanwhile
+		old, err := d.record(ctx, name)
+		if err != nil {
+			return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
+		}
+		var drop []string
+		for _, t := range old.rec.Pending(old.now) {
+			drop = append(drop, schedule.TickID(name, t))
+		}
+		n, err := queue.Call(ctx, d.core, func(ctx context.Context) (int64, error) {
+			return d.core.Store.ScheduleRemove(ctx, name, old.raw, drop)
+		}, nil)
+		if err != nil {
+			return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
+		}
+		if n >= 0 {
+			return n == 1, nil
+		}
 	}
-	var drop []string
-	for _, t := range old.rec.Pending(time.Now()) {
-		drop = append(drop, schedule.TickID(name, t))
-	}
-	ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
-		return d.core.Store.ScheduleRemove(ctx, name, drop)
-	}, nil)
-	if err != nil {
-		return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
-	}
-	return ok, nil
+	return false, fmt.Errorf("unschedule %s in %s: changed by other processes three times while this call ran; try again", name, d.core.Name())
 }
 
 // Schedules lists the queue's recurring schedules, by name.

@@ -3,6 +3,7 @@ package delayed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -259,5 +260,78 @@ func TestScheduleBadInput(t *testing.T) {
 	}
 	if infos, err := dq.Schedules(ctx); err != nil || len(infos) != 0 {
 		t.Errorf("Schedules after refused calls = %v, %v", infos, err)
+	}
+}
+
+// slowScheduleRead holds the reply to the first read of a schedules hash:
+// the time between Unschedule's read of the record and its script, during
+// which another process materializes ticks.
+type slowScheduleRead struct {
+	hold time.Duration
+	once *sync.Once
+}
+
+func (slowScheduleRead) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h slowScheduleRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if a := cmd.Args(); len(a) == 3 && a[0] == "hget" && strings.HasSuffix(fmt.Sprint(a[1]), ":schedules") {
+			h.once.Do(func() { time.Sleep(h.hold) })
+		}
+		return err
+	}
+}
+func (slowScheduleRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// No tick fires after Unschedule returns, even when another process
+// materialized ticks between Unschedule's read and its write (before the
+// fix, two ticks fired up to 1.8 s after it returned).
+func TestUnscheduleWhileTicksAreMaterialized(t *testing.T) {
+	srv := redistest.Standalone(t)
+	ctx := context.Background()
+	name := redistest.QueueName(t)
+	q, dq := open[string](t, srv, name) // process A runs the schedule
+	if err := dq.Schedule(ctx, "s", "@every 1s", "v"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	b := redis.NewClient(&redis.Options{Addr: srv.Options().Addr})
+	t.Cleanup(func() { _ = b.Close() })
+	b.AddHook(slowScheduleRead{hold: 2500 * time.Millisecond, once: &sync.Once{}})
+	qb := blocking.New[string](b, name)
+	dqb := delayed.New(qb, delayed.WithoutTransfer()) // process B
+	t.Cleanup(func() { _ = dqb.Close(); _ = qb.Close() })
+	ok, err := dqb.Unschedule(ctx, "s")
+	if err != nil || !ok {
+		t.Fatalf("Unschedule = %v, %v", ok, err)
+	}
+	done := time.Now()
+	if n, _ := dq.Size(ctx); n != 0 {
+		t.Errorf("%d ticks pending after Unschedule", n)
+	}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		d, err := q.Receive(rctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		_ = d.Ack(ctx)
+		if d.DueAt.After(done) {
+			t.Errorf("tick %s fired %v after Unschedule returned", d.ID, d.DueAt.Sub(done).Round(time.Millisecond))
+		}
+	}
+}
+
+func TestScheduleTimeZoneByName(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	ctx := context.Background()
+	_, dq := open[string](t, rdb, "tzname", delayed.WithoutTransfer())
+	for _, loc := range []*time.Location{time.Local, time.FixedZone("UTC+1", 3600)} {
+		if err := dq.Schedule(ctx, "a", "0 3 * * *", "v", delayed.WithTimeZone(loc)); !errors.Is(err, delayed.ErrInvalidArgument) {
+			t.Errorf("WithTimeZone(%v) = %v, want ErrInvalidArgument", loc, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -68,14 +69,19 @@ func (q *Queue) ScheduleAdvance(ctx context.Context, name, old, rec string, dueM
 		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Schedules, k.ScheduleValues, k.ScheduleDue}, args...).Int64()
 }
 
-// ScheduleRemove deletes schedule name and its pending ticks drop
-// (schedule_remove.lua); false when there was no such schedule.
-func (q *Queue) ScheduleRemove(ctx context.Context, name string, drop []string) (bool, error) {
+// ScheduleRemove deletes schedule name and its pending ticks drop if its
+// record is still old ("" for none) (schedule_remove.lua): 1 deleted, 0
+// there was none, -1 the record changed meanwhile.
+func (q *Queue) ScheduleRemove(ctx context.Context, name, old string, drop []string) (int64, error) {
 	k := q.K
-	args := []any{name}
+	args := []any{name, old}
 	for _, id := range drop {
 		args = append(args, id)
 	}
-	n, err := q.c.eval(ctx, lua.ScheduleRemove, []string{k.Schedules, k.ScheduleValues, k.ScheduleDue, k.Delayed, k.Items}, args...).Int64()
-	return n == 1, err
+	return q.c.eval(ctx, lua.ScheduleRemove, []string{k.Schedules, k.ScheduleValues, k.ScheduleDue, k.Delayed, k.Items}, args...).Int64()
+}
+
+// Now reads the Redis server's clock.
+func (c *Client) Now(ctx context.Context) (time.Time, error) {
+	return c.rdb.Time(ctx).Result()
 }
