@@ -230,3 +230,16 @@ local function envelope_id(env)
   end
   return string.sub(env, pos, pos + len - 1)
 end
+
+-- remove_pending cancels the pending delayed item id (its items-hash entry
+-- names its delayed-set member) and reports whether there was one. The
+-- caller has read both keys' types already.
+local function remove_pending(kDelayed, kItems, id)
+  local v = redis.call('HGET', kItems, id)
+  if not v then
+    return false
+  end
+  redis.call('ZREM', kDelayed, string.sub(v, 1, SEQ_LEN) .. id)
+  redis.call('HDEL', kItems, id)
+  return true
+end

@@ -29,15 +29,12 @@ end
 redis.call('HLEN', KEYS[2]) -- type checks before the first write
 redis.call('ZCARD', KEYS[3])
 redis.call('ZCARD', KEYS[4])
+redis.call('HLEN', KEYS[5])
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[4])
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[5])
 redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2])
 for i = 7, #ARGV do
-  local v = redis.call('HGET', KEYS[5], ARGV[i])
-  if v then
-    redis.call('ZREM', KEYS[4], string.sub(v, 1, SEQ_LEN) .. ARGV[i])
-    redis.call('HDEL', KEYS[5], ARGV[i])
-  end
+  remove_pending(KEYS[4], KEYS[5], ARGV[i])
 end
 redis.call('PUBLISH', ARGV[1], 'schedule')
 return 1

@@ -26,10 +26,6 @@ local existed = redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 for i = 3, #ARGV do
-  local v = redis.call('HGET', KEYS[5], ARGV[i])
-  if v then
-    redis.call('ZREM', KEYS[4], string.sub(v, 1, SEQ_LEN) .. ARGV[i])
-    redis.call('HDEL', KEYS[5], ARGV[i])
-  end
+  remove_pending(KEYS[4], KEYS[5], ARGV[i])
 end
 return existed
