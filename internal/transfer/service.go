@@ -180,8 +180,12 @@ func (s *Service) remove(w *worker) {
 		registry.mu.Unlock()
 	}
 
+	// The worker's wait for its call in flight and the pub/sub connection's
+	// close are bounded and independent: they overlap, so that Close takes
+	// the longer of the two, not their sum, while Redis is unreachable.
+	var stopped sync.WaitGroup
 	if last {
-		w.stop()
+		stopped.Go(w.stop)
 	}
 	if empty {
 		s.cancel()
@@ -190,6 +194,7 @@ func (s *Service) remove(w *worker) {
 	} else if last {
 		s.signal()
 	}
+	stopped.Wait()
 }
 
 // channels returns the wake-up channels of the current workers.
