@@ -32,7 +32,7 @@ type Item[T any] struct {
 
 // MaxPage bounds one Peek (and the delayed queue's List): at most 1000
 // items per call.
-const MaxPage = store.MaxPage
+const MaxPage = 1000
 
 // ScanLimit bounds the searches by ID that read a list from its start
 // (RedriveID here; the inspect package's Get, Delete and Requeue of ready,
@@ -299,3 +299,8 @@ func (q *Queue[T]) RedriveID(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("redrive %s: no dead letter with id %q: %w", q.Name(), id, ErrNotFound)
 }
+
+// The store reads pages of at most store.MaxPage items: this fails to
+// compile if the two bounds ever differ, so a page the store would cut
+// short is refused here instead.
+var _ = [1]struct{}{}[MaxPage-store.MaxPage]
