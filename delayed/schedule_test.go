@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones the tests use, whatever the machine has
 
 	"github.com/redis/go-redis/v9"
 
@@ -216,7 +217,7 @@ func TestScheduleTimeZone(t *testing.T) {
 	_, dq := open[string](t, rdb, "tz", delayed.WithoutTransfer())
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
-		t.Skip("no time zone database:", err)
+		t.Fatal(err)
 	}
 	if err := dq.Schedule(ctx, "nightly", "30 0 3 * * *", "report", delayed.WithTimeZone(ny)); err != nil {
 		t.Fatal(err)

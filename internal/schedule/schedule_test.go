@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones the tests use, whatever the machine has
 )
 
 func mustParse(t *testing.T, spec string) interface{ Next(time.Time) time.Time } {
@@ -54,7 +55,7 @@ func TestPlan(t *testing.T) {
 func TestParse(t *testing.T) {
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
-		t.Skip("no time zone database:", err)
+		t.Fatal(err)
 	}
 	s, err := Parse("0 3 * * *", ny)
 	if err != nil {
