@@ -153,3 +153,47 @@ func ExampleQueue_Pause() {
 	// next: pay-1
 	// took: pay-1
 }
+
+// An urgent-first queue: support tickets of paying customers jump the
+// line; among tickets of one priority, the first in is the first out.
+func ExampleWithPriority() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	tickets := blocking.New[string](rdb, "tickets")
+	defer tickets.Close()
+
+	offer := func(ticket string, priority int) {
+		if _, err := tickets.Offer(ctx, ticket, blocking.WithPriority(priority)); err != nil {
+			panic(err)
+		}
+	}
+	offer("free: printer jammed", 0)
+	offer("paid: cannot log in", 5)
+	offer("free: typo on the site", 0)
+	offer("paid: site is down", 9)
+	offer("paid: invoice question", 5)
+
+	for range 5 {
+		d, err := tickets.Receive(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(d.Priority, d.Value)
+		if err := d.Ack(ctx); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// 9 paid: site is down
+	// 5 paid: cannot log in
+	// 5 paid: invoice question
+	// 0 free: printer jammed
+	// 0 free: typo on the site
+}

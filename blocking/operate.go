@@ -28,6 +28,7 @@ type Item[T any] struct {
 	EnqueuedAt time.Time         // when it was first offered (Redis server clock)
 	DueAt      time.Time         // when it falls (or fell) due (Redis server clock)
 	Headers    map[string]string // the producer's headers; HeaderError holds the last failure
+	Priority   int               // 0..MaxPriority (WithPriority)
 }
 
 // MaxPage bounds one Peek (and the delayed queue's List): at most 1000
@@ -46,7 +47,7 @@ func (q *Queue[T]) newItem(raw []byte) (Item[T], error) {
 		return Item[T]{}, err
 	}
 	return Item[T]{
-		ID: e.ID, Value: v, Attempt: e.Attempt, EnqueuedAt: e.EnqueuedAt, DueAt: e.DueAt,
+		ID: e.ID, Value: v, Attempt: e.Attempt, EnqueuedAt: e.EnqueuedAt, DueAt: e.DueAt, Priority: e.Priority(),
 		Headers: maps.Clone(e.Headers),
 	}, nil
 }

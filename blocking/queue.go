@@ -62,9 +62,10 @@ func (q *Queue[T]) Name() string { return q.core.Name() }
 type OfferOption func(*offerOptions)
 
 type offerOptions struct {
-	id      string
-	hasID   bool
-	headers map[string]string
+	id       string
+	hasID    bool
+	headers  map[string]string
+	priority int
 }
 
 // WithID gives the item an ID of the caller's choosing (1 to 256 bytes),
@@ -73,6 +74,23 @@ type offerOptions struct {
 // Default: a random 16-character ID.
 func WithID(id string) OfferOption {
 	return func(o *offerOptions) { o.id, o.hasID = id, true }
+}
+
+// MaxPriority is the highest priority of WithPriority.
+const MaxPriority = 9
+
+// WithPriority gives the item a priority from 0 (the default) to
+// [MaxPriority]: among ready items, Take, Receive and Consume hand out the
+// highest priority first, and items of equal priority in the order they
+// became ready. The order is strict: while items of a higher priority are
+// ready, lower ones wait (see docs/decisions.md, "Priorities"). An item
+// keeps its priority through Nack, retries, expired leases and redrives.
+// A priority outside 0..MaxPriority returns [ErrInvalidArgument].
+//
+// A queue whose items all have priority 0 works as if priorities did not
+// exist, at the same cost.
+func WithPriority(p int) OfferOption {
+	return func(o *offerOptions) { o.priority = p }
 }
 
 // WithHeaders attaches metadata to the item, seen by consumers in
@@ -107,11 +125,14 @@ func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string,
 		}
 	}
 	id, err := queue.OfferID(o.id, o.hasID, o.headers)
+	if err == nil {
+		err = queue.CheckPriority(o.priority)
+	}
 	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
 	ctx, span, trace := q.core.Tel.StartSend(ctx, id, 0)
-	err = q.offer(ctx, id, v, o.headers, trace)
+	err = q.offer(ctx, id, v, o.headers, trace, o.priority)
 	q.core.Tel.Sent(ctx, span, offered(err), err)
 	return queue.OfferResult(id, err)
 }
@@ -124,8 +145,8 @@ func offered(err error) int {
 	return 1
 }
 
-func (q *Queue[T]) offer(ctx context.Context, id string, v T, user, trace map[string]string) error {
-	env, err := q.core.Encode(id, v, user, trace)
+func (q *Queue[T]) offer(ctx context.Context, id string, v T, user, trace map[string]string, priority int) error {
+	env, err := q.core.Encode(id, v, user, trace, priority)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
@@ -273,6 +294,15 @@ func (q *Queue[T]) wait(ctx context.Context, deadline time.Time) ([]byte, error)
 		// line, and take waits for Resume.
 		q.unclaimLate(raw, nil)
 		return nil, nil
+	}
+	if store.IsMarker(raw) {
+		// Woken for an item of the priority set: take the next item, as a
+		// non-blocking pop does (the marker leaves the claimed list).
+		return queue.Wait(ctx, q.core, q.core.Store.TakeMarked, func(raw []byte, err error) {
+			if err == nil && raw != nil {
+				q.giveBack(raw)
+			}
+		})
 	}
 	taken, err := queue.Call(context.WithoutCancel(ctx), q.core, func(ctx context.Context) (bool, error) {
 		return q.core.Store.Confirm(ctx, raw)

@@ -29,6 +29,7 @@ type Delivery[T any] struct {
 	EnqueuedAt time.Time         // when it was first offered (Redis server clock)
 	DueAt      time.Time         // when it became due (Redis server clock)
 	Headers    map[string]string // the producer's headers; HeaderError holds the last failure
+	Priority   int               // 0..MaxPriority (WithPriority)
 
 	q     *Queue[T]
 	token string
@@ -197,7 +198,7 @@ func (q *Queue[T]) delivery(token string, raw []byte, held time.Time) (*Delivery
 	}
 	// A leased envelope counts the deliveries before this one.
 	e.Attempt++
-	d.ID, d.Attempt, d.EnqueuedAt, d.DueAt = e.ID, e.Attempt, e.EnqueuedAt, e.DueAt
+	d.ID, d.Attempt, d.EnqueuedAt, d.DueAt, d.Priority = e.ID, e.Attempt, e.EnqueuedAt, e.DueAt, e.Priority()
 	d.Headers = maps.Clone(e.Headers)
 	if err := q.core.Cfg.Codec.Unmarshal(e.Payload, &d.Value); err != nil {
 		return d, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)

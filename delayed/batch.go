@@ -25,7 +25,8 @@ const batchPipeline = 8
 // one (the failed chunk, and later chunks of the same round trip, may have
 // been offered too).
 // Values due at the same time become ready in slice order. Each chunk is
-// idempotent on resend, like Offer. WithHeaders applies to every item;
+// idempotent on resend, like Offer. WithHeaders and WithPriority apply to
+// every item;
 // WithID, WithReplace, WithDebounce and WithUniqueFor are refused
 // ([ErrInvalidArgument]).
 func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Duration, opts ...OfferOption) ([]string, error) {
@@ -43,13 +44,16 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 	if err := queue.CheckHeaders(o.headers); err != nil {
 		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)
 	}
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)
+	}
 	ctx, span, trace := d.core.Tel.StartSendBatch(ctx, len(values), delay)
-	ids, err := d.offerBatch(ctx, values, delay, o.headers, trace)
+	ids, err := d.offerBatch(ctx, values, delay, o.headers, trace, o.prio)
 	d.core.Tel.Sent(ctx, span, len(ids), err)
 	return ids, err
 }
 
-func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, user, trace map[string]string) ([]string, error) {
+func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, user, trace map[string]string, priority int) ([]string, error) {
 	name := d.core.Name()
 	ids := make([]string, 0, len(values))
 	group := batchChunk * batchPipeline
@@ -69,7 +73,7 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			c := &store.OfferCall{Lane: lane.Name, Nonce: lane.Nonce(), Items: make([]store.OfferItem, len(chunk))}
 			for i, v := range chunk {
 				id := queue.NewID()
-				env, err := d.core.Encode(id, v, user, trace)
+				env, err := d.core.Encode(id, v, user, trace, priority)
 				if err != nil {
 					release()
 					return ids, fmt.Errorf("offer batch %s: item %d: %w", name, gStart+cStart+i, err)

@@ -100,7 +100,8 @@ type offerOptions struct {
 	dup     byte          // store.Dup*: a duplicate mode, 0 for none
 	dupName string        // the option that set it, for errors
 	dupArg  time.Duration // the debounce's max wait or the unique window
-	err     error         // an option that cannot be used
+	prio    int
+	err     error // an option that cannot be used
 }
 
 // setDup records a duplicate mode; only one may be given.
@@ -115,6 +116,9 @@ func (o *offerOptions) setDup(mode byte, name string, arg time.Duration) {
 func (o *offerOptions) check() error {
 	if o.err != nil {
 		return o.err
+	}
+	if err := queue.CheckPriority(o.prio); err != nil {
+		return err
 	}
 	if o.dup == 0 {
 		return nil
@@ -175,6 +179,16 @@ func WithUniqueFor(window time.Duration) OfferOption {
 // generates every ID.
 func WithID(id string) OfferOption {
 	return func(o *offerOptions) { o.id, o.hasID = id, true }
+}
+
+// WithPriority gives the item a priority from 0 (the default) to
+// blocking.MaxPriority, which applies once it is ready: it is never ready
+// before its due time, whatever its priority; among ready items the
+// highest priority is taken first (see blocking.WithPriority). It applies
+// to every item of an OfferBatch, and with WithReplace or WithDebounce the
+// replacing offer's priority wins. Out of range: [ErrInvalidArgument].
+func WithPriority(p int) OfferOption {
+	return func(o *offerOptions) { o.prio = p }
 }
 
 // WithHeaders attaches metadata to the item, seen by consumers in
@@ -246,7 +260,7 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay ti
 
 // send offers v under id.
 func (d *Queue[T]) send(ctx context.Context, id string, v T, mode byte, us int64, o *offerOptions, trace map[string]string) error {
-	env, err := d.core.Encode(id, v, o.headers, trace)
+	env, err := d.core.Encode(id, v, o.headers, trace, o.prio)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}

@@ -74,7 +74,7 @@ func (in *Inspector) Delete(ctx context.Context, queue, id string) error {
 				}
 				return q.DeleteLeased(ctx, h.e.Key)
 			case Ready:
-				return q.DeleteReady(ctx, h.e.Data)
+				return q.DeleteReady(ctx, h.e)
 			default:
 				return q.DeleteDead(ctx, h.e.Data)
 			}

@@ -37,6 +37,9 @@ type Item struct {
 	// within its sweep interval; one that stays expired means that no
 	// process is consuming the queue.
 	Expired bool
+	// Priority is the item's priority, 0..blocking.MaxPriority
+	// (blocking.WithPriority).
+	Priority int
 	// Headers are the producer's headers and redelay's, among them
 	// "redelay-error" (blocking.HeaderError): the last failure.
 	Headers map[string]string
@@ -94,7 +97,7 @@ func (v view) item(e store.Entry) Item {
 		it.DecodeError = err.Error()
 	} else {
 		it.ID, it.Attempt, it.Headers, it.Payload = env.ID, env.Attempt, env.Headers, env.Payload
-		it.EnqueuedAt, it.DueAt = env.EnqueuedAt, env.DueAt
+		it.EnqueuedAt, it.DueAt, it.Priority = env.EnqueuedAt, env.DueAt, env.Priority()
 		it.Value, it.DecodeError = v.decode(env.Payload)
 	}
 	switch v.state {

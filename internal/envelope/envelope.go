@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -58,6 +59,15 @@ const (
 // HeaderError is the header holding the last failure of an item: the error
 // a handler returned, or why it was dead-lettered.
 const HeaderError = "redelay-error"
+
+// ExtPriority is the extension tag of an item's priority: one byte,
+// 1..MaxPriority. An envelope without it (every version 1 envelope) has
+// priority 0. The scripts read it (priority_of in prelude.lua) to send the
+// item to the queue's priority set.
+const ExtPriority = 1
+
+// MaxPriority is the highest priority an item can have.
+const MaxPriority = 9
 
 // Limits that keep a corrupt length from allocating wildly.
 const (
@@ -130,12 +140,35 @@ func (e *Envelope) Marshal() []byte {
 	}
 	if version == 2 {
 		b = binary.AppendUvarint(b, uint64(len(e.Ext)))
-		for tag, v := range e.Ext {
+		for _, tag := range slices.Sorted(maps.Keys(e.Ext)) {
 			b = binary.AppendUvarint(b, tag)
-			b = appendString(b, string(v))
+			b = appendString(b, string(e.Ext[tag]))
 		}
 	}
 	return append(b, e.Payload...)
+}
+
+// Priority returns e's priority: 0 unless its priority extension holds
+// 1..MaxPriority.
+func (e *Envelope) Priority() int {
+	v := e.Ext[ExtPriority]
+	if len(v) != 1 || v[0] > MaxPriority {
+		return 0
+	}
+	return int(v[0])
+}
+
+// SetPriority sets e's priority; 0 (or a value outside 1..MaxPriority)
+// removes the extension, so that an item of priority 0 stays version 1.
+func (e *Envelope) SetPriority(p int) {
+	if p <= 0 || p > MaxPriority {
+		delete(e.Ext, ExtPriority)
+		return
+	}
+	if e.Ext == nil {
+		e.Ext = make(map[uint64][]byte, 1)
+	}
+	e.Ext[ExtPriority] = []byte{byte(p)}
 }
 
 // IsEnvelope reports whether b can be an envelope of some version, past or

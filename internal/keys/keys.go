@@ -5,6 +5,8 @@
 // in one Redis Cluster slot and every script touches a single slot:
 //
 //	redelay:{N}:ready         LIST   items ready to take (pushed left, popped right)
+//	redelay:{N}:prio          ZSET   ready items of priority 1..9: member ready-seq(6 bytes)+envelope,
+//	                                 score (9-priority)*2^48 + 2^47 +/- ready-seq (taken before ready)
 //	redelay:{N}:delayed       ZSET   member seq(6 bytes)+ID, score due time in Unix µs
 //	redelay:{N}:items         HASH   ID -> seq(6 bytes)+envelope, for delayed items
 //	redelay:{N}:seq           STRING offer counter, orders ties by offer order
@@ -59,6 +61,7 @@ var ErrInvalidName = errors.New("invalid queue name")
 type Queue struct {
 	Name     string // the queue's name as given (child: parent name + ":" + child)
 	Ready    string
+	Prio     string
 	Delayed  string
 	Items    string
 	Seq      string
@@ -112,6 +115,7 @@ func build(name, tag, base string) Queue {
 	return Queue{
 		Name:           name,
 		Ready:          base + ":ready",
+		Prio:           base + ":prio",
 		Delayed:        base + ":delayed",
 		Items:          base + ":items",
 		Seq:            base + ":seq",

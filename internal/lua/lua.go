@@ -26,6 +26,10 @@ var (
 	removeSrc string
 	//go:embed receive.lua
 	receiveSrc string
+	//go:embed pop.lua
+	popSrc string
+	//go:embed giveback.lua
+	givebackSrc string
 	//go:embed extend.lua
 	extendSrc string
 	//go:embed settle.lua
@@ -71,6 +75,8 @@ var (
 	Transfer        = redis.NewScript(prelude + transferSrc)        // transfer.lua
 	Remove          = redis.NewScript(prelude + removeSrc)          // remove.lua
 	Receive         = redis.NewScript(prelude + receiveSrc)         // receive.lua
+	Pop             = redis.NewScript(prelude + popSrc)             // pop.lua
+	GiveBack        = redis.NewScript(prelude + givebackSrc)        // giveback.lua
 	Extend          = redis.NewScript(prelude + extendSrc)          // extend.lua
 	Settle          = redis.NewScript(prelude + settleSrc)          // settle.lua
 	Reclaim         = redis.NewScript(prelude + reclaimSrc)         // reclaim.lua

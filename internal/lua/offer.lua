@@ -24,6 +24,7 @@
 -- KEYS[4] -> redelay:{q}:ready     LIST
 -- KEYS[5] -> redelay:{q}:retry     ZSET  pending retries, score due µs
 -- KEYS[6] -> redelay:{q}:lane:<L>  STRING this caller's last call and its outcome
+-- KEYS[7] -> redelay:{q}:prio      ZSET  ready items of priority 1..9 (ready_push)
 -- ARGV[1] -> wake-up channel, published to when an item offered here becomes
 --            the earliest pending one
 -- ARGV[2] -> call nonce, base 36, growing from call to call of the lane
@@ -34,8 +35,8 @@
 --   "d" (delay), "a" (at) or "r" (ready now, no duplicate check)
 --   delay in µs (d), due time in Unix µs (a), ignored (r)
 --
--- Output: one status per item: 1 pending in the delayed set; 2 pushed to
---   the ready list; 0 an item with this id was already pending (that item
+-- Output: one status per item: 1 pending in the delayed set; 2 made ready
+--   (the ready list, or the priority set); 0 an item with this id was already pending (that item
 --   was left as it was, this one dropped).
 -- Due times use the server clock (TIME), so producers' clocks do not matter.
 
@@ -79,7 +80,7 @@ local head = head_due(KEYS[1], KEYS[5])
 -- Decide each item's fate in order, as single offers would: due items go to
 -- the ready list only while nothing pending (including items of this call)
 -- is due at or before them.
-local status, dues, scores = {}, {}, {}
+local status, dues, scores, ready_envs = {}, {}, {}, {}
 local min_due, delayed, added, ready_count = head, 0, {}, 0
 for i = 1, n do
   local id = ids[i]
@@ -111,10 +112,11 @@ for i = 1, n do
   end
   if status[i] == 2 then
     ready_count = ready_count + 1
+    ready_envs[ready_count] = ARGV[4 * i + 1]
   end
 end
 if ready_count > 0 then
-  redis.call('LLEN', KEYS[4]) -- type check before the first write
+  ready_check(KEYS[4], KEYS[7], ready_envs) -- type checks before the first write
 end
 
 -- The stored envelope gets the server's times (its due time in ms, rounded
@@ -152,7 +154,7 @@ for i = 1, n do
   end
 end
 if #ready > 0 then
-  redis.call('LPUSH', KEYS[4], unpack(ready))
+  ready_push(KEYS[4], KEYS[7], KEYS[3], ready, false)
 end
 if delayed > 0 then
   redis.call('ZADD', KEYS[1], unpack(zargs))

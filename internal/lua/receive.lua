@@ -1,8 +1,11 @@
--- receive: lease up to ARGV[2] of the oldest ready items to the caller until
--- now + ARGV[1] ms. When ARGV[4] is not empty, it is an item the caller's
--- blocking wait moved to the claimed list (BLMOVE ready -> claimed): it is
--- leased first, if it is still there (the reclaimer gives items left in the
--- claimed list back to the ready list after a while).
+-- receive: lease up to ARGV[2] ready items to the caller until now + ARGV[1]
+-- ms: from the priority set first (highest priority, then oldest), then the
+-- oldest of the ready list (take_ready in prelude.lua). When ARGV[4] is not
+-- empty, it is an item the caller's blocking wait moved to the claimed list
+-- (BLMOVE ready -> claimed): it is leased first, if it is still there (the
+-- reclaimer gives items left in the claimed list back to the ready list
+-- after a while). A claimed PRIO_MARKER is dropped, never leased: it woke
+-- the caller for the priority set.
 --
 -- Leases are named by tokens the caller chose before sending: ARGV[3] plus
 -- the lease's index (0, 1, ...). So a second run of the same call (the
@@ -26,6 +29,7 @@
 -- KEYS[4] -> redelay:{q}:claimed    LIST  items popped by waiting consumers
 -- KEYS[5] -> redelay:{q}:dead:ready LIST  bytes that are no envelope go here
 -- KEYS[6] -> redelay:{q}:meta       HASH  paused: lease nothing
+-- KEYS[7] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
 -- ARGV[1] -> visibility timeout in ms
 -- ARGV[2] -> how many items at most
 -- ARGV[3] -> token prefix, unique to this call
@@ -33,7 +37,7 @@
 --
 -- Output: false when nothing was leased or dead-lettered; {'paused'} when
 --   the queue is paused (a claimed item went back to the head of the ready
---   list); otherwise a flat list of pairs, oldest item first: {token,
+--   list); otherwise a flat list of pairs, in delivery order: {token,
 --   envelope} for a lease, {'', reason} for bytes moved to the dead letters.
 
 local prefix, max = ARGV[3], tonumber(ARGV[2])
@@ -57,9 +61,9 @@ end
 -- line.
 if redis.call('HEXISTS', KEYS[6], 'paused') == 1 then
   if ARGV[4] ~= '' then
-    redis.call('LLEN', KEYS[1])
+    ready_check(KEYS[1], KEYS[7])
     if redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
-      redis.call('RPUSH', KEYS[1], ARGV[4])
+      ready_push(KEYS[1], KEYS[7], nil, {ARGV[4]}, true) -- never of priority: it was in the ready list
     end
   end
   return {'paused'}
@@ -67,20 +71,20 @@ end
 -- Type checks: every key written below is read first.
 redis.call('ZCARD', KEYS[2])
 redis.call('LLEN', KEYS[5])
-local envs = {}
+local envs, marked = {}, false
 if ARGV[4] ~= '' then
   redis.call('LLEN', KEYS[1])
-  if redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
+  if ARGV[4] == PRIO_MARKER then
+    redis.call('ZCARD', KEYS[7])
+    redis.call('LREM', KEYS[4], 1, ARGV[4])
+    marked = true
+  elseif redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
     envs[1] = ARGV[4]
   end
 end
-if max > #envs then
-  local popped = redis.call('RPOP', KEYS[1], max - #envs)
-  if popped then
-    for i = 1, #popped do
-      envs[#envs + 1] = popped[i]
-    end
-  end
+local more = take_ready(KEYS[1], KEYS[7], max - #envs, marked)
+for i = 1, #more do
+  envs[#envs + 1] = more[i]
 end
 if #envs == 0 then
   return false

@@ -21,6 +21,8 @@
 -- KEYS[5] -> redelay:{q}:claimed       LIST
 -- KEYS[6] -> redelay:{q}:claimed:seen  HASH  envelope -> first seen ms
 -- KEYS[7] -> redelay:{q}:dead:ready    LIST
+-- KEYS[8] -> redelay:{q}:prio          ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[9] -> redelay:{q}:seq           STRING counter
 -- ARGV[1] -> batch limit
 -- ARGV[2] -> max attempts when the meta hash has none
 -- ARGV[3] -> how long an item stays in the claimed list before it is given back, ms
@@ -35,7 +37,7 @@ local tokens = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, lim
 local max = tonumber(redis.call('HGET', KEYS[4], 'max_attempts') or ARGV[2])
 local claimed = redis.call('LRANGE', KEYS[5], 0, limit - 1)
 local seen = redis.call('HGETALL', KEYS[6])
-redis.call('LLEN', KEYS[3])
+ready_check(KEYS[3], KEYS[8])
 redis.call('LLEN', KEYS[7])
 local envs = {}
 if #tokens > 0 then
@@ -63,8 +65,12 @@ if #drop > 0 then
   redis.call('ZREM', KEYS[1], unpack(drop))
 end
 -- Pushed to the head newest-first, so the longest-leased is received first.
-for i = #back, 1, -1 do
-  redis.call('RPUSH', KEYS[3], back[i])
+if #back > 0 then
+  local rev = {}
+  for i = #back, 1, -1 do
+    rev[#rev + 1] = back[i]
+  end
+  ready_push(KEYS[3], KEYS[8], KEYS[9], rev, true)
 end
 out[1] = #back
 if #dead > 0 then
@@ -85,7 +91,7 @@ if #claimed > 0 or #seen > 0 then
     local t = first[env]
     if t and now - t >= tonumber(ARGV[3]) then
       if redis.call('LREM', KEYS[5], -1, env) == 1 then
-        redis.call('RPUSH', KEYS[3], env)
+        ready_push(KEYS[3], KEYS[8], KEYS[9], {env}, true)
         given = given + 1
       end
     else

@@ -4,11 +4,13 @@
 --
 -- KEYS[1] -> redelay:{q}:dead:ready LIST
 -- KEYS[2] -> redelay:{q}:ready      LIST
+-- KEYS[3] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[4] -> redelay:{q}:seq        STRING counter
 -- ARGV[1] -> batch limit
 --
 -- Output: how many moved.
 
-redis.call('LLEN', KEYS[2]) -- type check before the first write
+ready_check(KEYS[2], KEYS[3]) -- type checks before the first write
 local moved = 0
 for i = 1, tonumber(ARGV[1]) do
   local env = redis.call('RPOP', KEYS[1])
@@ -18,7 +20,7 @@ for i = 1, tonumber(ARGV[1]) do
   if is_envelope(env) then
     env = with_attempt(env, 0)
   end
-  redis.call('LPUSH', KEYS[2], env)
+  ready_push(KEYS[2], KEYS[3], KEYS[4], {env}, false)
   moved = moved + 1
 end
 return moved

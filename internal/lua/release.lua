@@ -8,19 +8,21 @@
 -- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
 -- KEYS[2] -> redelay:{q}:inflight   HASH  token -> envelope
 -- KEYS[3] -> redelay:{q}:ready      LIST
+-- KEYS[4] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[5] -> redelay:{q}:seq        STRING counter
 -- ARGV    -> lease tokens, in the order the items were received
 --
 -- Output: how many were released.
 
 redis.call('ZCARD', KEYS[1]) -- type checks before the first write
-redis.call('LLEN', KEYS[3])
+ready_check(KEYS[3], KEYS[4])
 local n = 0
 for i = #ARGV, 1, -1 do
   local env = redis.call('HGET', KEYS[2], ARGV[i])
   if env then
     redis.call('HDEL', KEYS[2], ARGV[i])
     redis.call('ZREM', KEYS[1], ARGV[i])
-    redis.call('RPUSH', KEYS[3], env)
+    ready_push(KEYS[3], KEYS[4], KEYS[5], {env}, true)
     n = n + 1
   end
 end

@@ -5,10 +5,12 @@
 --
 -- KEYS[1] -> redelay:{q}:dead:ready LIST
 -- KEYS[2] -> redelay:{q}:ready      LIST
+-- KEYS[3] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[4] -> redelay:{q}:seq        STRING counter
 -- ARGV[1] -> the dead letter's bytes
 --
 -- Output: 1 when it moved, else 0.
-redis.call('LLEN', KEYS[2]) -- type check before the first write
+ready_check(KEYS[2], KEYS[3]) -- type checks before the first write
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
@@ -16,5 +18,5 @@ local env = ARGV[1]
 if is_envelope(env) then
   env = with_attempt(env, 0)
 end
-redis.call('LPUSH', KEYS[2], env)
+ready_push(KEYS[2], KEYS[3], KEYS[4], {env}, false)
 return 1

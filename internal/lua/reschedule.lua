@@ -20,6 +20,8 @@
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
 -- KEYS[3] -> redelay:{q}:ready     LIST
 -- KEYS[4] -> redelay:{q}:retry     ZSET  member len..nonce..envelope, score due µs
+-- KEYS[5] -> redelay:{q}:prio      ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[6] -> redelay:{q}:seq       STRING counter
 -- ARGV[1] -> wake-up channel
 -- ARGV[2] -> 'id' or 'member'
 -- ARGV[3] -> the id, or the retry member
@@ -51,7 +53,7 @@ else
   env = retry_envelope(key)
   zset = KEYS[4]
 end
-redis.call('LLEN', KEYS[3]) -- type checks before the first write
+ready_check(KEYS[3], KEYS[5]) -- type checks before the first write
 redis.call('ZCARD', KEYS[1])
 redis.call('ZCARD', KEYS[4])
 
@@ -77,7 +79,7 @@ if ready then
   if by_id then
     redis.call('HDEL', KEYS[2], key)
   end
-  redis.call('LPUSH', KEYS[3], stamped)
+  ready_push(KEYS[3], KEYS[5], KEYS[6], {stamped}, false)
   return 2
 end
 if by_id then

@@ -19,6 +19,7 @@
 -- KEYS[6] -> redelay:{q}:schedules         HASH  name -> record
 -- KEYS[7] -> redelay:{q}:schedules:values  HASH  name -> tick envelope (empty ID)
 -- KEYS[8] -> redelay:{q}:schedules:due     ZSET  name -> when to materialize (ms)
+-- KEYS[9] -> redelay:{q}:prio                ZSET  ready items of priority 1..9 (ready_push)
 -- ARGV[1] -> wake-up channel
 -- ARGV[2] -> name
 -- ARGV[3] -> the record the client read
@@ -36,7 +37,7 @@ if rec ~= ARGV[3] then
   return -1
 end
 local template = redis.call('HGET', KEYS[7], ARGV[2])
-redis.call('LLEN', KEYS[4]) -- type checks before the first write
+ready_check(KEYS[4], KEYS[9]) -- type checks before the first write
 redis.call('ZCARD', KEYS[1])
 redis.call('GET', KEYS[3])
 redis.call('ZCARD', KEYS[8])
@@ -54,7 +55,7 @@ if template and is_envelope(template) then
       local env = string.sub(template, 1, 1) .. stamp .. be64(math.floor(due_us / 1000)) ..
         string.sub(template, 18, ENV_HEADER) .. uvarint(#id) .. id .. rest
       if due_us <= us and min_due > due_us then
-        redis.call('LPUSH', KEYS[4], env)
+        ready_push(KEYS[4], KEYS[9], KEYS[3], {env}, false)
       else
         local seq = seq_bytes(redis.call('INCR', KEYS[3]))
         redis.call('ZADD', KEYS[1], ARGV[i + 1], seq .. id)

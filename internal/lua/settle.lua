@@ -22,6 +22,8 @@
 -- KEYS[5] -> redelay:{q}:ready      LIST
 -- KEYS[6] -> redelay:{q}:dead:ready LIST
 -- KEYS[7] -> redelay:{q}:meta       HASH  max_attempts
+-- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[9] -> redelay:{q}:seq        STRING counter
 -- ARGV[1] -> lease token, or '' for an item that is not leased
 -- ARGV[2] -> the envelope, for an item that is not leased ('' otherwise)
 -- ARGV[3] -> the failure, for the error header
@@ -45,7 +47,7 @@ if token ~= '' then
   end
 end
 redis.call('ZCARD', KEYS[1])
-redis.call('LLEN', KEYS[5])
+ready_check(KEYS[5], KEYS[8])
 redis.call('LLEN', KEYS[6])
 local attempt = tonumber(ARGV[5])
 local dead = ARGV[9] == 'dead' or attempt >= max
@@ -73,7 +75,7 @@ local us = now_us()
 local due_us = us + tonumber(ARGV[4])
 env = with_due(with_attempt(with_header(env, HEADER_ERROR, ARGV[3]), attempt), math.floor(due_us / 1000))
 if due_us <= us and head > due_us then
-  redis.call('LPUSH', KEYS[5], env)
+  ready_push(KEYS[5], KEYS[8], KEYS[9], {env}, false)
   return {2, max}
 end
 local nonce = token

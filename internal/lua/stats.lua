@@ -9,15 +9,45 @@
 -- KEYS[5] -> redelay:{q}:claimed    LIST  items being handed to a consumer
 -- KEYS[6] -> redelay:{q}:dead:ready LIST
 -- KEYS[7] -> redelay:{q}:meta       HASH  paused
+-- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
 --
--- Output: {delayed, retry, ready, inflight (leased + claimed), dead,
+-- Output: {delayed, retry, ready (list and priority set), inflight (leased + claimed), dead,
 --   paused 0|1, due ms of the oldest ready item or -1, next due µs or -1,
 --   server now µs}
 local us = now_us()
 local oldest = -1
-local last = redis.call('LINDEX', KEYS[3], -1)
-if last and is_envelope(last) then
-  oldest = read_be32(last, 10) * 4294967296 + read_be32(last, 14)
+local function consider(env)
+  if env and is_envelope(env) then
+    local due = read_be32(env, 10) * 4294967296 + read_be32(env, 14)
+    if oldest == -1 or due < oldest then
+      oldest = due
+    end
+  end
+end
+-- The oldest ready item: the ready list's tail (past a marker), or the
+-- first of one priority in the priority set.
+local tail = redis.call('LRANGE', KEYS[3], -2, -1)
+local markers = 0
+for i = #tail, 1, -1 do
+  if tail[i] == PRIO_MARKER then
+    if i == #tail then
+      markers = 1
+    end
+  else
+    consider(tail[i])
+    break
+  end
+end
+local prio = redis.call('ZCARD', KEYS[8])
+if prio > 0 then
+  for p = 1, PRIO_MAX do
+    local lo = (PRIO_MAX - p) * PRIO_BAND
+    local first = redis.call('ZRANGEBYSCORE', KEYS[8], string.format('%.0f', lo),
+      '(' .. string.format('%.0f', lo + PRIO_BAND), 'LIMIT', 0, 1)
+    if first[1] then
+      consider(string.sub(first[1], SEQ_LEN + 1))
+    end
+  end
 end
 local next_due = head_due(KEYS[1], KEYS[2])
 if next_due == math.huge then
@@ -30,7 +60,7 @@ end
 return {
   redis.call('ZCARD', KEYS[1]),
   redis.call('ZCARD', KEYS[2]),
-  redis.call('LLEN', KEYS[3]),
+  redis.call('LLEN', KEYS[3]) - markers + prio,
   redis.call('HLEN', KEYS[4]) + redis.call('LLEN', KEYS[5]),
   redis.call('LLEN', KEYS[6]),
   paused,

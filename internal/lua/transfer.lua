@@ -13,6 +13,8 @@
 --                                    items move while a queue is paused)
 -- KEYS[6] -> redelay:{q}:schedules:due ZSET (read: when a recurring
 --                                    schedule's next tick must be materialized)
+-- KEYS[7] -> redelay:{q}:prio      ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[8] -> redelay:{q}:seq       STRING counter
 -- ARGV[1] -> batch limit (at most a few thousand: results are unpacked)
 --
 -- Output: {moved, next due µs or -1 when nothing is pending, server now ms,
@@ -36,8 +38,11 @@ local vals = {}
 if nd > 0 then
   vals = redis.call('HMGET', KEYS[2], unpack(ids))
 end
+-- Type checks before the first write; the priority set's count also
+-- tells whether the marker must be in place (below).
+local queued = redis.call('ZCARD', KEYS[7])
 if nd + nr > 0 then
-  redis.call('LLEN', KEYS[3]) -- type check before the first write
+  redis.call('LLEN', KEYS[3])
 end
 
 -- Merge the two sets in due order (a delayed item first on a tie), up to
@@ -67,7 +72,7 @@ end
 local moved_delayed, moved_retries = i - 1, j - 1
 
 if #envs > 0 then
-  redis.call('LPUSH', KEYS[3], unpack(envs))
+  ready_push(KEYS[3], KEYS[7], KEYS[8], envs, false)
 end
 if moved_delayed > 0 then
   local done = {}
@@ -79,6 +84,13 @@ if moved_delayed > 0 then
 end
 if moved_retries > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[4], 0, moved_retries - 1)
+end
+
+-- A consumer that took the priority marker and died leaves the ready
+-- list without it (until the reclaimer gives it back): put it back, so
+-- that waiting consumers wake for the priority set within a sweep.
+if queued > 0 then
+  prio_mark(KEYS[3])
 end
 
 local next_due = head_due(KEYS[1], KEYS[4])

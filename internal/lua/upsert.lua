@@ -28,6 +28,7 @@
 -- KEYS[5] -> redelay:{q}:retry      ZSET
 -- KEYS[6] -> redelay:{q}:lane:<L>   STRING this caller's last call and its outcome
 -- KEYS[7] -> redelay:{q}:unique:<id> STRING (used by mode 'U' only)
+-- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
 -- ARGV[1] -> wake-up channel
 -- ARGV[2] -> call nonce (see offer.lua)
 -- ARGV[3] -> how long the lane record lives, ms
@@ -63,7 +64,7 @@ end
 
 local old = redis.call('HGET', KEYS[2], id)
 local unique_held = dup == 'U' and redis.call('EXISTS', KEYS[7]) == 1
-redis.call('LLEN', KEYS[4]) -- type checks before the first write
+ready_check(KEYS[4], KEYS[8]) -- type checks before the first write
 redis.call('ZCARD', KEYS[1])
 redis.call('GET', KEYS[3])
 
@@ -100,7 +101,7 @@ if due_us <= us and head > due_us then
   if old then
     redis.call('HDEL', KEYS[2], id)
   end
-  redis.call('LPUSH', KEYS[4], stamped)
+  ready_push(KEYS[4], KEYS[8], KEYS[3], {stamped}, false)
   if dup == 'U' then
     redis.call('SET', KEYS[7], '1', 'PX', math.max(1, math.floor(tonumber(ARGV[9]) / 1000)))
   end

@@ -281,10 +281,11 @@ func CheckHeaders(h map[string]string) error {
 }
 
 // Encode marshals v and wraps it in an envelope with headers (the
-// producer's, then the trace context); the times are left for the script
-// to fill in from the server clock. The payload plus the headers must fit
-// the queue's max payload size.
-func (c *Core) Encode(id string, v any, user, trace map[string]string) ([]byte, error) {
+// producer's, then the trace context) and a priority (0..
+// envelope.MaxPriority, checked by the caller); the times are left for the
+// script to fill in from the server clock. The payload plus the headers
+// must fit the queue's max payload size.
+func (c *Core) Encode(id string, v any, user, trace map[string]string, priority int) ([]byte, error) {
 	payload, err := c.Cfg.Codec.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode with %s codec: %w", c.Cfg.Codec.Name(), err)
@@ -311,6 +312,7 @@ func (c *Core) Encode(id string, v any, user, trace map[string]string) ([]byte, 
 		return nil, fmt.Errorf("%w: %d bytes encoded, limit %d (blocking.WithMaxPayloadSize)", ErrPayloadTooLarge, size, c.Cfg.MaxPayload)
 	}
 	e := envelope.Envelope{ID: id, Headers: headers, Payload: payload}
+	e.SetPriority(priority)
 	return e.Marshal(), nil
 }
 
@@ -440,6 +442,14 @@ func (c *Core) Close() error {
 func CheckDue(due time.Time) error {
 	if due.IsZero() || due.Before(time.UnixMicro(1)) || due.After(MaxDue) {
 		return fmt.Errorf("due time %v out of range (1970 to %v): %w", due, MaxDue.UTC().Format(time.DateOnly), ErrInvalidArgument)
+	}
+	return nil
+}
+
+// CheckPriority validates an item's priority: 0..envelope.MaxPriority.
+func CheckPriority(p int) error {
+	if p < 0 || p > envelope.MaxPriority {
+		return fmt.Errorf("priority %d out of range 0..%d: %w", p, envelope.MaxPriority, ErrInvalidArgument)
 	}
 	return nil
 }

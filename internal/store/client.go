@@ -126,6 +126,28 @@ func (c *Client) eval(ctx context.Context, s *redis.Script, keys []string, args 
 	return cmd
 }
 
+// evalOnce is eval for a script that must not run twice (it pops): go-redis
+// does not resend it after a lost reply.
+func (c *Client) evalOnce(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	argv := func(first ...any) []any {
+		out := append(first, len(keys))
+		for _, k := range keys {
+			out = append(out, k)
+		}
+		return append(out, args...)
+	}
+	cmd := c.do(ctx, false, argv("evalsha", s.Hash())...)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// NOSCRIPT: the call did nothing. Load the script (on every node
+		// of a Cluster that answers for these keys) and send it again.
+		if err := s.Load(ctx, c.rdb).Err(); err != nil {
+			return cmd
+		}
+		cmd = c.do(ctx, false, argv("evalsha", s.Hash())...)
+	}
+	return cmd
+}
+
 // secs formats a block for a blocking command.
 func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)

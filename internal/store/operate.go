@@ -124,10 +124,58 @@ func RetryEnvelope(member string) []byte {
 	return []byte(member[1+int(member[0]):])
 }
 
+// seqLen is SEQ_LEN of prelude.lua: the counter prefixed to the members of
+// the delayed set and the priority set.
+const seqLen = 6
+
 // ListReady returns up to limit ready items from position offset, in take
-// order (the next one first).
+// order (the next one first): the priority set's, then the ready list's.
+// An entry of the priority set has its member as Key.
 func (q *Queue) ListReady(ctx context.Context, offset, limit int) ([]Entry, error) {
-	return q.listList(ctx, q.K.Ready, offset, limit)
+	page, err := q.listReady(ctx, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := page[:0]
+	for _, e := range page {
+		if !IsMarker(e.Data) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// listReady is ListReady with the markers of the ready list left in (they
+// hold a position; Find pages by positions).
+func (q *Queue) listReady(ctx context.Context, offset, limit int) ([]Entry, error) {
+	limit = min(limit, MaxPage)
+	if offset >= maxOffset || limit <= 0 {
+		return nil, nil
+	}
+	var card *redis.IntCmd
+	var zs *redis.StringSliceCmd
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		card = p.ZCard(ctx, q.K.Prio)
+		zs = p.ZRange(ctx, q.K.Prio, int64(offset), int64(offset+limit-1))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(zs.Val()))
+	for _, m := range zs.Val() {
+		if len(m) > seqLen {
+			out = append(out, Entry{Key: m, Data: []byte(m[seqLen:])})
+		}
+	}
+	if len(zs.Val()) == limit {
+		return out, nil
+	}
+	rest, err := q.listList(ctx, q.K.Ready, max(0, offset-int(card.Val())), limit-len(zs.Val()))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, rest...), nil
 }
 
 // ListClaimed returns up to limit items of the claimed list (being handed
@@ -184,7 +232,7 @@ func (q *Queue) reschedule(ctx context.Context, by, key string, m Move) (int64, 
 	if m.Mode != 'n' {
 		mode, us = string(m.Mode), strconv.FormatInt(m.US, 10)
 	}
-	return q.c.eval(ctx, lua.Reschedule, []string{k.Delayed, k.Items, k.Ready, k.Retry},
+	return q.c.eval(ctx, lua.Reschedule, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Prio, k.Seq},
 		k.Wake, by, key, mode, us).Int64()
 }
 
@@ -208,7 +256,7 @@ type Stats struct {
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	k := q.K
 	res, err := q.c.eval(ctx, lua.Stats,
-		[]string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta}).Int64Slice()
+		[]string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio}).Int64Slice()
 	if err != nil {
 		return Stats{}, err
 	}
@@ -272,6 +320,7 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 			add(k.Retry, true)
 		case PartReady:
 			add(k.Ready, true)
+			add(k.Prio, true)
 		case PartInflight:
 			add(k.Inflight, true)
 			add(k.Leases, false)
@@ -290,7 +339,7 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 // Requeue moves the dead letter with exactly these bytes back to the ready
 // list (requeue.lua); false when it is no longer there.
 func (q *Queue) Requeue(ctx context.Context, raw []byte) (bool, error) {
-	n, err := q.c.eval(ctx, lua.Requeue, []string{q.K.DeadReady, q.K.Ready}, raw).Int64()
+	n, err := q.c.eval(ctx, lua.Requeue, []string{q.K.DeadReady, q.K.Ready, q.K.Prio, q.K.Seq}, raw).Int64()
 	return n == 1, err
 }
 
@@ -301,10 +350,15 @@ func (q *Queue) DeleteRetry(ctx context.Context, member string) (bool, error) {
 	return n == 1, err
 }
 
-// DeleteReady drops the ready item with exactly these bytes; false when it
-// is no longer there.
-func (q *Queue) DeleteReady(ctx context.Context, raw []byte) (bool, error) {
-	n, err := q.c.rdb.LRem(ctx, q.K.Ready, 1, raw).Result()
+// DeleteReady drops the ready item e (from ListReady or Find): by its
+// member in the priority set, or by its exact bytes in the ready list;
+// false when it is no longer there.
+func (q *Queue) DeleteReady(ctx context.Context, e Entry) (bool, error) {
+	if e.Key != "" {
+		n, err := q.c.rdb.ZRem(ctx, q.K.Prio, e.Key).Result()
+		return n == 1, err
+	}
+	n, err := q.c.rdb.LRem(ctx, q.K.Ready, 1, e.Data).Result()
 	return n == 1, err
 }
 
@@ -330,10 +384,13 @@ func (q *Queue) DeleteLeased(ctx context.Context, token string) (bool, error) {
 	return del.Val() == 1, nil
 }
 
-// PopN removes and returns up to n of the oldest ready items without
-// blocking (one RPOP with a count), oldest first; nil when none. Not
-// resent by go-redis, like Pop.
+// PopN removes and returns up to n of the next ready items without
+// blocking, in take order (see Pop); nil when none. Not resent by go-redis,
+// like Pop.
 func (q *Queue) PopN(ctx context.Context, n int) ([][]byte, error) {
+	if q.prio.Load() {
+		return q.popScript(ctx, n, "")
+	}
 	vals, err := q.c.do(ctx, false, "rpop", q.K.Ready, n).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -341,9 +398,29 @@ func (q *Queue) PopN(ctx context.Context, n int) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]byte, len(vals))
+	out := make([][]byte, 0, len(vals))
 	for i, v := range vals {
-		out[i] = []byte(v)
+		if v != marker {
+			out = append(out, []byte(v))
+			continue
+		}
+		// The priority set holds items that come before the rest of vals:
+		// those go back first in line, and pops go through pop.lua.
+		q.prio.Store(true)
+		var back [][]byte
+		for _, w := range vals[i+1:] {
+			if w != marker {
+				back = append(back, []byte(w))
+			}
+		}
+		if err := q.PushBack(ctx, back...); err != nil {
+			// Better out of order than lost: the caller gets them all.
+			return append(out, back...), nil
+		}
+		if len(out) == 0 {
+			return q.popScript(ctx, n, "")
+		}
+		return out, nil
 	}
 	return out, nil
 }
@@ -366,7 +443,7 @@ func (q *Queue) Find(ctx context.Context, p Part, id string, limit int) (e Entry
 		case PartRetry:
 			page, err = q.ListRetry(ctx, off, n)
 		case PartReady:
-			page, err = q.listList(ctx, q.K.Ready, off, n)
+			page, err = q.listReady(ctx, off, n)
 		case PartDead:
 			page, err = q.listList(ctx, q.K.DeadReady, off, n)
 		case PartInflight:
@@ -431,7 +508,7 @@ func (q *Queue) Probe(ctx context.Context) (Presence, error) {
 	var codec *redis.StringCmd
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		reg = p.ZScore(ctx, keys.Registry, k.Name)
-		n = p.Exists(ctx, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready, k.Leases, k.Inflight,
+		n = p.Exists(ctx, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready, k.Prio, k.Leases, k.Inflight,
 			k.Claimed, k.Meta, k.DeadReady, k.Schedules)
 		codec = p.HGet(ctx, k.Meta, keys.MetaCodec)
 		return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +34,18 @@ const LaneTTL = 60 * time.Second
 type Queue struct {
 	c *Client
 	K keys.Queue
+	// prio: this process has seen the queue's priority marker, so its
+	// pops go through pop.lua (see Pop).
+	prio atomic.Bool
 }
+
+// marker is PRIO_MARKER of prelude.lua: the ready list's tail while the
+// queue's priority set holds items. It is no envelope (first byte 0).
+const marker = "\x00"
+
+// IsMarker reports whether b is the priority marker, which a blocking wait
+// (WaitClaim) can return: the caller takes with TakeMarked instead.
+func IsMarker(b []byte) bool { return len(b) == 1 && b[0] == 0 }
 
 // Queue returns the operations on the queue with keys k.
 func (c *Client) Queue(k keys.Queue) *Queue { return &Queue{c: c, K: k} }
@@ -64,7 +76,7 @@ func (q *Queue) Offer(ctx context.Context, lane, nonce string, items []OfferItem
 
 func (q *Queue) offerKeys(lane string) []string {
 	k := q.K
-	return []string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane)}
+	return []string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Prio}
 }
 
 func offerArgs(wake, nonce string, items []OfferItem) []any {
@@ -89,7 +101,7 @@ const (
 func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us int64) (int64, error) {
 	k := q.K
 	return q.c.eval(ctx, lua.Upsert,
-		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Unique(it.ID)},
+		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Unique(it.ID), k.Prio},
 		k.Wake, nonce, LaneTTL.Milliseconds(), it.ID, it.Env, string(it.Mode), it.US, string(dup), us).Int64()
 }
 
@@ -146,18 +158,62 @@ func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall) {
 	}
 }
 
-// Pop removes and returns the oldest ready item without blocking; nil when
-// the list is empty. go-redis does not resend it: a resent pop would take a
-// second item while the first one's reply is lost.
+// Pop removes and returns the next ready item without blocking: the
+// oldest of the highest priority; nil when none. go-redis does not resend
+// it: a resent pop would take a second item while the first one's reply is
+// lost.
+//
+// A queue whose items all have priority 0 is popped with one RPOP. Once it
+// meets the priority marker (the ready list's tail whenever the priority
+// set holds items), q pops with pop.lua for good.
 func (q *Queue) Pop(ctx context.Context) ([]byte, error) {
-	b, err := q.c.do(ctx, false, "rpop", q.K.Ready).Text()
+	if !q.prio.Load() {
+		b, err := q.c.do(ctx, false, "rpop", q.K.Ready).Text()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if b != marker {
+			return []byte(b), nil
+		}
+		q.prio.Store(true)
+	}
+	envs, err := q.popScript(ctx, 1, "")
+	if err != nil || len(envs) == 0 {
+		return nil, err
+	}
+	return envs[0], nil
+}
+
+// TakeMarked takes the next ready item for a blocking wait that returned
+// the priority marker (the marker leaves the claimed list): nil when none
+// is left. Not resent, like Pop.
+func (q *Queue) TakeMarked(ctx context.Context) ([]byte, error) {
+	q.prio.Store(true)
+	envs, err := q.popScript(ctx, 1, marker)
+	if err != nil || len(envs) == 0 {
+		return nil, err
+	}
+	return envs[0], nil
+}
+
+// popScript runs pop.lua without resends.
+func (q *Queue) popScript(ctx context.Context, n int, claimed string) ([][]byte, error) {
+	k := q.K
+	vals, err := q.c.evalOnce(ctx, lua.Pop, []string{k.Ready, k.Prio, k.Claimed}, n, claimed).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return []byte(b), nil
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		out[i] = []byte(v)
+	}
+	return out, nil
 }
 
 // WaitClaim blocks for at most block until an item is ready, then moves
@@ -198,13 +254,22 @@ func (q *Queue) Confirm(ctx context.Context, env []byte) (bool, error) {
 // Unclaim gives a claimed item back to the head of the ready list.
 func (q *Queue) Unclaim(ctx context.Context, env []byte) (bool, error) {
 	k := q.K
-	n, err := q.c.eval(ctx, lua.Unclaim, []string{k.Claimed, k.Ready}, env).Int64()
+	n, err := q.c.eval(ctx, lua.Unclaim, []string{k.Claimed, k.Ready, k.Prio, k.Seq}, env).Int64()
 	return n == 1, err
 }
 
-// PushBack puts a popped item back at the head of the ready list.
-func (q *Queue) PushBack(ctx context.Context, env []byte) error {
-	return q.c.do(ctx, true, "rpush", q.K.Ready, env).Err()
+// PushBack puts popped items back first in line, each where its priority
+// sends it (giveback.lua); envs[0] is taken first.
+func (q *Queue) PushBack(ctx context.Context, envs ...[]byte) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	k := q.K
+	args := make([]any, len(envs))
+	for i, e := range envs {
+		args[len(envs)-1-i] = e
+	}
+	return q.c.eval(ctx, lua.GiveBack, []string{k.Ready, k.Prio, k.Seq}, args...).Err()
 }
 
 // DeadLetter appends raw bytes to the dead letters as they are.
@@ -231,7 +296,7 @@ func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix st
 	if claimed == nil {
 		claimed = []byte{}
 	}
-	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Meta},
+	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio},
 		vis.Milliseconds(), max, prefix, claimed).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -306,7 +371,7 @@ func (q *Queue) Settle(ctx context.Context, s Settle) (status, maxAttempts int64
 		env = []byte{}
 	}
 	res, err := q.c.eval(ctx, lua.Settle,
-		[]string{k.Leases, k.Inflight, k.Retry, k.Delayed, k.Ready, k.DeadReady, k.Meta},
+		[]string{k.Leases, k.Inflight, k.Retry, k.Delayed, k.Ready, k.DeadReady, k.Meta, k.Prio, k.Seq},
 		s.Token, env, s.Reason, s.Delay.Microseconds(), s.Attempt, k.Wake, s.MaxAttempts, s.Nonce, mode).Int64Slice()
 	if err != nil {
 		return 0, 0, err
@@ -351,7 +416,7 @@ func (q *Queue) Release(ctx context.Context, tokens []string) (int64, error) {
 	for i, t := range tokens {
 		args[i] = t
 	}
-	return q.c.eval(ctx, lua.Release, []string{k.Leases, k.Inflight, k.Ready}, args...).Int64()
+	return q.c.eval(ctx, lua.Release, []string{k.Leases, k.Inflight, k.Ready, k.Prio, k.Seq}, args...).Int64()
 }
 
 // Moved is the result of one Transfer call.
@@ -368,7 +433,7 @@ type Moved struct {
 // Transfer moves up to batch due items to the ready list.
 func (q *Queue) Transfer(ctx context.Context, batch int) (Moved, error) {
 	k := q.K
-	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Meta, k.ScheduleDue}, batch).Int64Slice()
+	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Meta, k.ScheduleDue, k.Prio, k.Seq}, batch).Int64Slice()
 	if err != nil {
 		return Moved{}, err
 	}
@@ -394,7 +459,7 @@ type Reclaimed struct {
 func (q *Queue) Reclaim(ctx context.Context, batch, fallbackMax int) (Reclaimed, error) {
 	k := q.K
 	res, err := q.c.eval(ctx, lua.Reclaim,
-		[]string{k.Leases, k.Inflight, k.Ready, k.Meta, k.Claimed, k.Seen, k.DeadReady},
+		[]string{k.Leases, k.Inflight, k.Ready, k.Meta, k.Claimed, k.Seen, k.DeadReady, k.Prio, k.Seq},
 		batch, fallbackMax, ClaimedHold.Milliseconds()).Slice()
 	if err != nil {
 		return Reclaimed{}, err
@@ -422,9 +487,29 @@ func (q *Queue) Remove(ctx context.Context, id string) (bool, error) {
 	return n == 1, err
 }
 
-// ReadyLen is the number of ready items.
+// ReadyLen is the number of ready items: the ready list's (less a marker
+// at its tail) and the priority set's.
 func (q *Queue) ReadyLen(ctx context.Context) (int64, error) {
-	return q.c.rdb.LLen(ctx, q.K.Ready).Result()
+	k := q.K
+	var n, p *redis.IntCmd
+	var tail *redis.StringCmd
+	_, err := q.c.rdb.Pipelined(ctx, func(pp redis.Pipeliner) error {
+		n = pp.LLen(ctx, k.Ready)
+		p = pp.ZCard(ctx, k.Prio)
+		tail = pp.LIndex(ctx, k.Ready, -1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	if err := errors.Join(n.Err(), p.Err()); err != nil {
+		return 0, err
+	}
+	total := n.Val() + p.Val()
+	if tail.Err() == nil && tail.Val() == marker {
+		total--
+	}
+	return total, nil
 }
 
 // DelayedLen is the number of pending delayed items (retries not counted).
@@ -449,7 +534,7 @@ func (q *Queue) Depths(ctx context.Context) (Depths, error) {
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cmds[0] = p.ZCard(ctx, k.Delayed)
 		cmds[1] = p.ZCard(ctx, k.Retry)
-		cmds[2] = p.LLen(ctx, k.Ready)
+		cmds[2] = p.LLen(ctx, k.Ready) // a marker counts: Depths is a test helper's estimate
 		cmds[3] = p.HLen(ctx, k.Inflight)
 		cmds[4] = p.LLen(ctx, k.DeadReady)
 		return nil
@@ -463,7 +548,7 @@ func (q *Queue) Depths(ctx context.Context) (Depths, error) {
 // Redrive moves up to batch dead letters back to the ready list.
 func (q *Queue) Redrive(ctx context.Context, batch int) (int64, error) {
 	k := q.K
-	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready}, batch).Int64()
+	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready, k.Prio, k.Seq}, batch).Int64()
 }
 
 // SetMaxAttempts records the queue's limit, shared by every process, and

@@ -66,7 +66,7 @@ func (q *Queue) ScheduleAdvance(ctx context.Context, name, old, rec string, dueM
 		args = append(args, t.ID, t.US)
 	}
 	return q.c.eval(ctx, lua.ScheduleAdvance,
-		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Schedules, k.ScheduleValues, k.ScheduleDue}, args...).Int64()
+		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Schedules, k.ScheduleValues, k.ScheduleDue, k.Prio}, args...).Int64()
 }
 
 // ScheduleRemove deletes schedule name and its pending ticks drop if its
