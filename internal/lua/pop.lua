@@ -1,5 +1,5 @@
 -- pop: Take's pop on a queue that has held items of priority 1..9 (see
--- ready_push in prelude.lua): up to ARGV[1] ready items, from the priority
+-- Priorities in prelude.lua): up to ARGV[1] ready items, from the priority
 -- set first (highest priority, then oldest), then the oldest of the ready
 -- list, dropping the markers met on the way. When ARGV[2] is PRIO_MARKER,
 -- the caller's blocking wait moved a marker to the claimed list: it is

@@ -11,7 +11,8 @@
 -- KEYS[7] -> redelay:{q}:meta       HASH  paused
 -- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
 --
--- Output: {delayed, retry, ready (list and priority set), inflight (leased + claimed), dead,
+-- Output: {delayed, retry, ready (the list's and the priority set's),
+--   inflight (leased + claimed), dead,
 --   paused 0|1, due ms of the oldest ready item or -1, next due µs or -1,
 --   server now µs}
 local us = now_us()
@@ -38,8 +39,8 @@ for i = #tail, 1, -1 do
     break
   end
 end
-local prio = redis.call('ZCARD', KEYS[8])
-if prio > 0 then
+local queued = redis.call('ZCARD', KEYS[8])
+if queued > 0 then
   for p = 1, PRIO_MAX do
     local lo = (PRIO_MAX - p) * PRIO_BAND
     local first = redis.call('ZRANGEBYSCORE', KEYS[8], string.format('%.0f', lo),
@@ -60,7 +61,7 @@ end
 return {
   redis.call('ZCARD', KEYS[1]),
   redis.call('ZCARD', KEYS[2]),
-  redis.call('LLEN', KEYS[3]) - markers + prio,
+  redis.call('LLEN', KEYS[3]) - markers + queued,
   redis.call('HLEN', KEYS[4]) + redis.call('LLEN', KEYS[5]),
   redis.call('LLEN', KEYS[6]),
   paused,

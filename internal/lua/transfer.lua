@@ -90,7 +90,7 @@ end
 -- list without it (until the reclaimer gives it back): put it back, so
 -- that waiting consumers wake for the priority set within a sweep.
 if queued > 0 then
-  prio_mark(KEYS[3])
+  prio().mark(KEYS[3])
 end
 
 local next_due = head_due(KEYS[1], KEYS[4])
