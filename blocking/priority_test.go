@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -491,6 +492,51 @@ func TestPriorityMarkerLostWithAConsumer(t *testing.T) {
 		v, ok, err := cons.Poll(ctx, 10*time.Second)
 		if err != nil || !ok || v != "urgent" {
 			t.Fatalf("Poll = %q, %v, %v; want the item of priority within a sweep", v, ok, err)
+		}
+	})
+}
+
+func TestPriorityHostileKey(t *testing.T) {
+	// The priority set's key holds a string (another program's, or a
+	// hand-made mistake): an offer of priority fails with Redis's error
+	// and stores nothing; plain offers and takes go on.
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name)
+		t.Cleanup(func() { _ = q.Close() })
+		k := redistest.KeysOf(name)
+		if err := rdb.Set(ctx, k.Prio, "not a sorted set", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Offer(ctx, "urgent", blocking.WithPriority(5)); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Fatalf("Offer of priority over a string key = %v, want WRONGTYPE", err)
+		}
+		if n, err := rdb.LLen(ctx, k.Ready).Result(); err != nil || n != 0 {
+			t.Fatalf("ready list after the failed offer: %d items, %v", n, err)
+		}
+		if _, err := q.Offer(ctx, "plain"); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := q.Take(ctx); err != nil || v != "plain" {
+			t.Fatalf("Take = %q, %v", v, err)
+		}
+		// A marker left in the ready list: the receive that meets it fails
+		// and gives back what it popped.
+		if err := rdb.RPush(ctx, k.Ready, "\x00").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Offer(ctx, "kept"); err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := q.ReceiveBatch(rctx, 2); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Fatalf("ReceiveBatch past a marker with a string priority key = %v, want WRONGTYPE", err)
+		}
+		vals, err := rdb.LRange(ctx, k.Ready, 0, -1).Result()
+		if err != nil || len(vals) != 2 || vals[1] != "\x00" {
+			t.Fatalf("ready list after the failed receive = %q, %v; want the item and the marker back", vals, err)
 		}
 	})
 }

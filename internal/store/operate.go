@@ -145,8 +145,9 @@ func (q *Queue) ListReady(ctx context.Context, offset, limit int) ([]Entry, erro
 	return out, nil
 }
 
-// listReady is ListReady with the markers of the ready list left in (they
-// hold a position; Find pages by positions).
+// listReady is ListReady with the markers of the ready list left in, but
+// for the one at its tail, which takes no position (a marker elsewhere,
+// left by a give-back, does; Find pages by positions).
 func (q *Queue) listReady(ctx context.Context, offset, limit int) ([]Entry, error) {
 	limit = min(limit, MaxPage)
 	if offset >= maxOffset || limit <= 0 {
@@ -154,13 +155,22 @@ func (q *Queue) listReady(ctx context.Context, offset, limit int) ([]Entry, erro
 	}
 	var card *redis.IntCmd
 	var zs *redis.StringSliceCmd
+	var tail *redis.StringCmd
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		card = p.ZCard(ctx, q.K.Prio)
 		zs = p.ZRange(ctx, q.K.Prio, int64(offset), int64(offset+limit-1))
+		tail = p.LIndex(ctx, q.K.Ready, -1)
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
+	}
+	if err := errors.Join(card.Err(), zs.Err()); err != nil {
+		return nil, err
+	}
+	skip := 0
+	if tail.Err() == nil && tail.Val() == marker {
+		skip = 1
 	}
 	out := make([]Entry, 0, len(zs.Val()))
 	for _, m := range zs.Val() {
@@ -171,7 +181,7 @@ func (q *Queue) listReady(ctx context.Context, offset, limit int) ([]Entry, erro
 	if len(zs.Val()) == limit {
 		return out, nil
 	}
-	rest, err := q.listList(ctx, q.K.Ready, max(0, offset-int(card.Val())), limit-len(zs.Val()))
+	rest, err := q.listList(ctx, q.K.Ready, max(0, offset-int(card.Val()))+skip, limit-len(zs.Val()))
 	if err != nil {
 		return nil, err
 	}
