@@ -6,8 +6,9 @@
 -- dropped first. Not idempotent: like RPOP, a lost reply loses what it took
 -- (the caller does not resend it).
 --
--- Every key is read before the first write, so a call that fails changes
--- nothing.
+-- A call that fails changes nothing: ZPOPMIN is the first write (LREM of a
+-- claimed marker comes after a read of the priority set), and the ready
+-- list is read (LINDEX) before it is written.
 --
 -- KEYS[1] -> redelay:{q}:ready      LIST
 -- KEYS[2] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
@@ -17,9 +18,8 @@
 --
 -- Output: the envelopes taken, in take order (empty when none)
 
-ready_check(KEYS[1], KEYS[2])
-redis.call('LLEN', KEYS[3])
 if ARGV[2] == PRIO_MARKER then
+  redis.call('ZCARD', KEYS[2])
   redis.call('LREM', KEYS[3], 1, PRIO_MARKER)
 end
 return take_ready(KEYS[1], KEYS[2], tonumber(ARGV[1]), true)

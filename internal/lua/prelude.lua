@@ -387,7 +387,10 @@ local function prio()
 
   -- P.pop takes up to n items from the priority set, highest priority
   -- first, and keeps the marker in place while items remain.
-  function P.pop(kReady, kPrio, n)
+  -- card: the set's size before the pop, when the caller knows it. A
+  -- marker left at the tail once the set is empty is dropped by the next
+  -- pop that meets it.
+  function P.pop(kReady, kPrio, n, card)
     local out = {}
     if n <= 0 then
       return out
@@ -396,8 +399,16 @@ local function prio()
     for i = 1, #popped, 2 do
       out[#out + 1] = string.sub(popped[i], SEQ_LEN + 1)
     end
-    if #out > 0 and redis.call('ZCARD', kPrio) > 0 then
-      P.mark(kReady)
+    if #out > 0 and redis.call('LINDEX', kReady, -1) ~= PRIO_MARKER then
+      local left
+      if card then
+        left = card - #out
+      else
+        left = redis.call('ZCARD', kPrio)
+      end
+      if left > 0 then
+        redis.call('RPUSH', kReady, PRIO_MARKER)
+      end
     end
     return out
   end
@@ -405,8 +416,8 @@ local function prio()
   -- P.take goes on past the marker (see below): out holds what was taken
   -- before it; the priority set's items come next, then the ready list's
   -- (dropping the markers met).
-  function P.take(kReady, kPrio, n, out)
-    local pr = P.pop(kReady, kPrio, n - #out)
+  function P.take(kReady, kPrio, n, out, card)
+    local pr = P.pop(kReady, kPrio, n - #out, card)
     for i = 1, #pr do
       out[#out + 1] = pr[i]
     end
@@ -528,5 +539,5 @@ local function take_ready(kReady, kPrio, n, marked)
   if #back > 0 then
     redis.call('RPUSH', kReady, unpack(back))
   end
-  return prio().take(kReady, kPrio, n, out)
+  return prio().take(kReady, kPrio, n, out, card)
 end
