@@ -152,6 +152,23 @@ func (in *Inspector) Requeue(ctx context.Context, queue, id string) error {
 	return nil
 }
 
+// RequeueAll moves every dead letter of the queue back to its ready list,
+// oldest first, with its attempt counter reset, as blocking's Redrive
+// does: in batches of a few hundred, each batch one atomic script call, so
+// a letter dead-lettered while it runs may move too. Each item keeps its
+// priority. It returns how many moved, also with an error (the batches
+// before it moved).
+func (in *Inspector) RequeueAll(ctx context.Context, queue string) (int64, error) {
+	if _, _, err := in.open(ctx, queue); err != nil {
+		return 0, wrap("requeue all", queue, err)
+	}
+	n, err := in.typed(queue).Redrive(ctx, 0)
+	if err != nil {
+		return int64(n), wrap("requeue all", queue, err)
+	}
+	return int64(n), nil
+}
+
 // Purge drops every item of the queue in state st, atomically, and
 // returns how many there were; Redis frees the memory in the background
 // (UNLINK), so a large purge does not block it. Items arriving in that

@@ -2,6 +2,7 @@ package inspect_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -93,4 +94,50 @@ func join(s []string) string {
 		out += v
 	}
 	return out
+}
+
+func TestRequeueAll(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name, blocking.WithMaxAttempts(1))
+		t.Cleanup(func() { _ = q.Close() })
+		in := inspect.New(rdb)
+		if _, err := in.RequeueAll(ctx, name); !errors.Is(err, inspect.ErrNotFound) {
+			t.Fatalf("RequeueAll of a queue that does not exist = %v", err)
+		}
+		const n = 700 // more than one batch
+		for i := range n {
+			if _, err := q.Offer(ctx, "v", blocking.WithPriority(i%2)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for done := 0; done < n; {
+			ds, err := q.ReceiveBatch(ctx, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				if err := d.Nack(ctx, 0); err != nil { // max attempts 1: dead
+					t.Fatal(err)
+				}
+			}
+			done += len(ds)
+		}
+		if st, _ := in.Stats(ctx, name); st.Dead != n || st.Ready != 0 {
+			t.Fatalf("Stats before = %+v", st)
+		}
+		moved, err := in.RequeueAll(ctx, name)
+		if err != nil || moved != n {
+			t.Fatalf("RequeueAll = %d, %v; want %d", moved, err, n)
+		}
+		st, _ := in.Stats(ctx, name)
+		if st.Dead != 0 || st.Ready != n {
+			t.Fatalf("Stats after = %+v", st)
+		}
+		items, err := in.List(ctx, name, inspect.Ready, 0, 1)
+		if err != nil || len(items) != 1 || items[0].Priority != 1 || items[0].Attempt != 0 {
+			t.Fatalf("first ready item after RequeueAll = %+v, %v; want priority 1, attempt 0", items, err)
+		}
+	})
 }
