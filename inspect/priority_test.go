@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -38,8 +39,8 @@ func TestPriorityItems(t *testing.T) {
 		for _, it := range items {
 			got = append(got, it.ID+":"+string(rune('0'+it.Priority)))
 		}
-		if want := "d:9 b:3 e:3 a:0 c:0"; join(got) != want {
-			t.Fatalf("List(Ready) = %s, want %s", join(got), want)
+		if want := "d:9 b:3 e:3 a:0 c:0"; strings.Join(got, " ") != want {
+			t.Fatalf("List(Ready) = %s, want %s", strings.Join(got, " "), want)
 		}
 		// Paging crosses from the priority set to the ready list.
 		page, err := in.List(ctx, name, inspect.Ready, 2, 2)
@@ -79,21 +80,10 @@ func TestPriorityItems(t *testing.T) {
 			}
 			order = append(order, v)
 		}
-		if join(order) != "d e a c" {
-			t.Fatalf("take order after Requeue = %s", join(order))
+		if strings.Join(order, " ") != "d e a c" {
+			t.Fatalf("take order after Requeue = %s", strings.Join(order, " "))
 		}
 	})
-}
-
-func join(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += " "
-		}
-		out += v
-	}
-	return out
 }
 
 func TestRequeueAll(t *testing.T) {
