@@ -1,0 +1,178 @@
+// Package dashboard is a web dashboard of the redelay queues on one Redis
+// deployment, as an http.Handler to mount in an application: it shows
+// every queue and its items, and steers them (cancel, promote, reschedule,
+// requeue, purge, pause), through package inspect. It is server-rendered
+// with html/template, its style sheet and script are embedded (nothing is
+// fetched from elsewhere, no build step), and every page is fully usable
+// without JavaScript; the script only adds a live chart and rates.
+//
+// # Pages
+//
+//   - The overview: every queue of the registry (inspect.Queues) with its
+//     counts by state (delayed, retry, ready, inflight, dead), whether it is
+//     paused, its latency and next due time, and, drawn by the script, a
+//     chart of the depth by state over time and each queue's rate of change
+//     of its ready and dead counts per second. The script polls the JSON
+//     every 2 s and derives the rates between samples; the server keeps no
+//     history and runs no goroutine of its own. The stats of all queues are
+//     read concurrently (8 at a time), one round trip per queue.
+//   - A queue: a tab per state with its count, one page of the items in the
+//     tab's state (ID, due or lease time, enqueued time, attempt, priority,
+//     last error from the header redelay-error, and the value as indented
+//     JSON, or why it could not be decoded), the actions on each item and on
+//     the queue, and a form to jump to an item by ID.
+//   - An item: every field, its headers, its value, its stored bytes, and
+//     the actions that apply to its state.
+//   - A queue's recurring schedules: name, spec, next and last tick.
+//
+// # Mounting behind authentication
+//
+// The dashboard has no authentication of its own: put it behind the
+// application's. Every link and form action is relative, so it works at "/"
+// and under any prefix removed with http.StripPrefix:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	dash := dashboard.New(rdb, dashboard.WithLogger(logger))
+//	mux := http.NewServeMux()
+//	mux.Handle("/admin/queues/", basicAuth(http.StripPrefix("/admin/queues", dash)))
+//
+//	func basicAuth(next http.Handler) http.Handler {
+//		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+//			user, pass, ok := r.BasicAuth()
+//			if !ok || subtle.ConstantTimeCompare([]byte(user+":"+pass), []byte(expected)) != 1 {
+//				w.Header().Set("WWW-Authenticate", `Basic realm="queues"`)
+//				http.Error(w, "unauthorized", http.StatusUnauthorized)
+//				return
+//			}
+//			next.ServeHTTP(w, r)
+//		})
+//	}
+//
+// A request for the prefix without its trailing slash ("/admin/queues") is
+// redirected to it with the slash. The handler is safe for concurrent use,
+// makes no network call until a request comes, and needs no Close.
+//
+// # Read-only mode
+//
+// With ReadOnly, no action button or form is rendered and every POST is
+// refused with 403 Forbidden, with or without a valid token; the confirm
+// page of a purge answers 403 too. Mount a read-only dashboard for people
+// who may look but not touch, and a full one for operators.
+//
+// # Safety
+//
+// Queue names, IDs, headers and values are shown as text: html/template
+// escapes them in text, attributes and URLs, and they travel as query
+// parameters (a name or ID may hold '/', '?', '#', quotes, or be ".."). No
+// Redis address, password or error text is shown: a Redis error answers
+// 502 Bad Gateway with a fixed message and goes to the logger. Every
+// response carries Content-Security-Policy "default-src 'self';
+// script-src 'self'; style-src 'self'; img-src 'self' data:; form-action
+// 'self'; frame-ancestors 'none'; base-uri 'none'" (no inline script or
+// style), X-Content-Type-Options: nosniff, X-Frame-Options: DENY and
+// Referrer-Policy: same-origin. Pages are sent with Cache-Control:
+// no-store.
+//
+// Actions are POST only (any other method answers 405 Method Not
+// Allowed), protected against cross-site request forgery three ways:
+//
+//   - A signed double-submit token. The first page a browser loads sets a
+//     cookie (HttpOnly, SameSite=Strict, Path=/, Secure over HTTPS or behind
+//     a proxy that sets X-Forwarded-Proto: https) holding a token: 128
+//     random bits and their HMAC-SHA256 under the handler's secret. Every
+//     form carries the same token in a hidden field "csrf". A POST is
+//     accepted only when the cookie and the field are present and equal
+//     (compared in constant time) and the MAC checks (hmac.Equal): a page of
+//     another site can neither read the cookie nor forge a token, and a
+//     cookie planted by a sibling subdomain fails the MAC.
+//   - The cookie is SameSite=Strict, so a cross-site request does not
+//     carry it.
+//   - http.CrossOriginProtection refuses POSTs that the browser marks as
+//     cross-origin (Sec-Fetch-Site, or an Origin that differs from Host).
+//
+// A POST that fails any of these answers 403 Forbidden and changes
+// nothing. The secret is 32 random bytes from crypto/rand made at New, so
+// a token is valid at the handler that issued it only; give every replica
+// behind a load balancer the same key with WithSecret. The cookie's name
+// depends on the key, so two dashboards with different keys on one host do
+// not overwrite each other's tokens. The same key signs the flash messages
+// (see below), so a crafted link cannot make the dashboard show words of
+// its own.
+//
+// After an action the browser is redirected (303 See Other) to the page
+// it came from, with a short flash message in the query (its parameters
+// flash and fs, the message's MAC).
+//
+// # Errors
+//
+// A missing queue or item answers 404 Not Found, bad input (an unknown
+// state, an offset or limit out of range, a due time that is neither a
+// duration nor an RFC 3339 time, a missing parameter) 400 Bad Request, a
+// Redis error 502 Bad Gateway: each a page with a one-line message. The
+// JSON endpoint answers the same statuses with {"error": "..."}.
+//
+// # URL layout
+//
+// Paths are relative to the mount point. Pages (GET or HEAD):
+//
+//	./                                  the overview
+//	queue?q=NAME[&state=S][&offset=N][&limit=N]
+//	                                    a queue: state delayed (default), retry,
+//	                                    ready, inflight or dead; offset from 0;
+//	                                    limit 1 to inspect.MaxPage, default 50
+//	item?q=NAME&id=ID                   an item (also where the jump-to-ID form goes)
+//	schedules?q=NAME                    a queue's recurring schedules
+//	purge?q=NAME&state=S                asks to confirm a purge (changes nothing)
+//	api/overview[?q=NAME]               JSON: {"time", "queues": [{"name",
+//	                                    "delayed", "retry", "ready", "inflight",
+//	                                    "dead", "paused", "latency_ms", "next_due",
+//	                                    "error"}]}, of every queue or of one
+//	assets/dashboard.css, assets/dashboard.js
+//
+// Actions (POST, form field csrf; the query names the target, and the
+// page to return to with from=overview|item, state, offset, limit):
+//
+//	actions/cancel?q=NAME&id=ID         delete the item, wherever it is (inspect.Delete)
+//	actions/promote?q=NAME&id=ID        make a delayed item or retry due now
+//	actions/reschedule?q=NAME&id=ID     form field due: a duration from now on the
+//	                                    Redis server's clock ("10m") or an RFC 3339 time
+//	actions/requeue?q=NAME&id=ID        move a dead letter back to ready
+//	actions/requeue-all?q=NAME          move every dead letter back to ready
+//	actions/purge?q=NAME&state=S        form field confirm=yes: drop every item in S
+//	actions/pause?q=NAME                stop every process from handing out items
+//	actions/resume?q=NAME               undo pause
+//
+// # Hooks for browser tests
+//
+// Elements carry stable data-testid attributes:
+//
+//   - overview: each queue's row "queue-row" with data-queue="NAME"; in it
+//     the link "queue-link", the counts "count-delayed", "count-retry",
+//     "count-ready", "count-inflight", "count-dead", "paused" (present only
+//     while the queue is paused), "latency", "rate-ready" and "rate-dead"
+//     (filled by the script), "stats-error" when its stats could not be
+//     read; the totals row "totals" with "total-<state>"; "no-queues" when
+//     there is none; the form "open-queue" with its input
+//     "open-queue-name"; the chart "chart".
+//   - queue page: "queue-name", "paused" (only while paused), "latency",
+//     the tabs "tab-delayed", "tab-retry", "tab-ready", "tab-inflight",
+//     "tab-dead" (the active one has aria-current="page"), "range" (which
+//     items are shown), each item's row "item-row" with data-id="ID", in it
+//     "item-link" and the value's cell "payload"; "no-items" when the page
+//     is empty; "page-prev" and "page-next"; the jump form "jump", its
+//     input "jump-id" and button "jump-submit"; "schedules-link".
+//   - item page: "item-id", "item-state", "item-fields", "last-error",
+//     "headers" with rows "header-row" (data-name), "payload", "raw".
+//   - schedules page: rows "schedule-row" with data-name, "schedule-spec";
+//     "no-schedules" when there is none.
+//   - actions (absent when read-only): buttons "action-cancel",
+//     "action-promote", "action-reschedule" (with its input
+//     "reschedule-due"), "action-requeue", "action-requeue-all",
+//     "action-pause", "action-resume", and the link "action-purge", which
+//     opens the confirm page whose button is "confirm-purge" (and link
+//     "cancel-purge").
+//   - every page: "flash" (the message an action left), "home-link",
+//     "read-only" (the badge of a read-only dashboard); the breadcrumbs of
+//     the pages below the overview: "overview-link", "queue-link" and, on an
+//     item's page, "state-link"; error pages: "error".
+package dashboard

@@ -1,0 +1,61 @@
+package dashboard
+
+import (
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/inspect"
+)
+
+// itemView is an item as a page shows it, with the URLs of its actions.
+type itemView struct {
+	inspect.Item
+	Queue         string
+	URL           string // the item's page; "" for bytes that have no ID
+	LastError     string // the header redelay-error
+	PayloadText   string // the value as JSON, or why it could not be decoded
+	PayloadFailed bool
+	CSRF          string
+	Acts          *itemActs // nil when read-only or the item has no ID
+}
+
+// itemActs are the URLs the forms of an item's actions POST to; "" for an
+// action that does not apply to its state.
+type itemActs struct {
+	Cancel     string
+	Promote    string
+	Reschedule string
+	Requeue    string
+}
+
+// newItemView returns the view of it, an item of queue. back is the page
+// its actions return to; full keeps the whole payload (an item's page),
+// else it is cut to fit a list.
+func (h *handler) newItemView(l links, queue string, it inspect.Item, back target, csrf string, full bool) itemView {
+	v := itemView{Item: it, Queue: queue, LastError: it.Headers[blocking.HeaderError], CSRF: csrf}
+	v.PayloadText, v.PayloadFailed = payloadText(it)
+	if !full {
+		v.PayloadText = truncate(v.PayloadText, maxListedPayload)
+	}
+	if it.ID == "" {
+		return v
+	}
+	v.URL = l.Item(queue, it.ID)
+	if h.cfg.readOnly {
+		return v
+	}
+	a := &itemActs{Cancel: l.Act(actCancel, back, it.ID)}
+	switch it.State {
+	case inspect.Delayed, inspect.Retry:
+		a.Promote = l.Act(actPromote, back, it.ID)
+		a.Reschedule = l.Act(actReschedule, back, it.ID)
+	case inspect.Dead:
+		a.Requeue = l.Act(actRequeue, back, it.ID)
+	}
+	v.Acts = a
+	return v
+}
+
+// SortedHeaders returns the item's headers by name.
+func (v itemView) SortedHeaders() []header { return sortedHeaders(v.Headers) }
+
+// Raw is a hex dump of the item's stored bytes.
+func (v itemView) Raw() string { return rawDump(v.Payload) }

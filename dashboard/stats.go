@@ -1,0 +1,81 @@
+package dashboard
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/inspect"
+)
+
+// statsWorkers bounds how many queues' stats are read at once.
+const statsWorkers = 8
+
+// queueStats are one queue's stats, or why they could not be read.
+type queueStats struct {
+	Name  string
+	Stats inspect.Stats
+	Err   error
+}
+
+// collect reads the stats of the queues names, statsWorkers at a time,
+// and returns them in the same order once every read has finished. Each
+// read is one round trip: the names come from the registry of queues, so
+// the check that each queue exists (inspect.Stats's first round trip) is
+// left out.
+func (h *handler) collect(ctx context.Context, names []string) []queueStats {
+	out := make([]queueStats, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(statsWorkers, len(names)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(names) {
+					return
+				}
+				out[i] = h.readStats(ctx, names[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// readStats reads the stats of the queue name in one round trip. The
+// queue is opened untyped (raw bytes): Stats decodes nothing, and
+// blocking.New makes no network call and starts nothing.
+func (h *handler) readStats(ctx context.Context, name string) queueStats {
+	q := blocking.New[[]byte](h.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithLogger(h.log))
+	st, err := q.Stats(ctx)
+	return queueStats{Name: name, Stats: st, Err: err}
+}
+
+// counts returns the counts of st by state, in inspect.States order.
+func counts(st inspect.Stats) []stateCount {
+	return []stateCount{
+		{inspect.Delayed, st.Delayed},
+		{inspect.Retry, st.Retry},
+		{inspect.Ready, st.Ready},
+		{inspect.Inflight, st.Inflight},
+		{inspect.Dead, st.Dead},
+	}
+}
+
+// count returns the count of state s in st.
+func count(st inspect.Stats, s inspect.State) int64 {
+	for _, c := range counts(st) {
+		if c.State == s {
+			return c.N
+		}
+	}
+	return 0
+}
+
+// stateCount is how many items are in one state.
+type stateCount struct {
+	State inspect.State
+	N     int64
+}
