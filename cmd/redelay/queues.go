@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/redelay/redelay/inspect"
+)
+
+// queueJSON is one queue of `queues -o json`.
+type queueJSON struct {
+	Name string `json:"name"`
+}
+
+// queuesCommand returns the queues command.
+func (a *app) queuesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "queues",
+		Short: "List the queues on this Redis",
+		Long: `List the queues on this Redis, by name: every queue a process consumed, or
+transferred (delayed.New, transfer.Run). A queue that only ever had producers is
+not listed, but every command that names it works.
+
+-o json prints an array of {"name": ...}.`,
+		Args: exactArgs(),
+		RunE: action(func(cmd *cobra.Command, _ []string) error {
+			var names []string
+			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
+				var err error
+				names, err = in.Queues(ctx)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if a.json() {
+				out := make([]queueJSON, 0, len(names))
+				for _, n := range names {
+					out = append(out, queueJSON{Name: n})
+				}
+				return writeJSON(w, out)
+			}
+			t := newTable(w)
+			fmt.Fprintln(t, "QUEUE")
+			for _, n := range names {
+				fmt.Fprintln(t, n)
+			}
+			return t.Flush()
+		}),
+	}
+}

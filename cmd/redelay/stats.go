@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/redelay/redelay/inspect"
+)
+
+// statsRow is one queue's line of the stats command, and its JSON.
+type statsRow struct {
+	Queue     string    `json:"queue"`
+	Delayed   int64     `json:"delayed"`
+	Retry     int64     `json:"retry"`
+	Ready     int64     `json:"ready"`
+	Inflight  int64     `json:"inflight"`
+	Dead      int64     `json:"dead"`
+	Paused    bool      `json:"paused"`
+	LatencyMS int64     `json:"latency_ms"`
+	NextDue   time.Time `json:"next_due,omitzero"`
+	// ReadyPerSec and DeadPerSec are how fast Ready and Dead changed
+	// since the previous sample of --watch, per second; nil on the first
+	// sample and without --watch.
+	ReadyPerSec *float64 `json:"ready_per_sec,omitempty"`
+	DeadPerSec  *float64 `json:"dead_per_sec,omitempty"`
+
+	latency time.Duration // Latency, for the table
+}
+
+// statsFlags are the flags of the stats command.
+type statsFlags struct {
+	watch    bool
+	interval time.Duration
+}
+
+// statsCommand returns the stats command.
+func (a *app) statsCommand() *cobra.Command {
+	var f statsFlags
+	cmd := &cobra.Command{
+		Use:   "stats [QUEUE]",
+		Short: "Count the items of every queue, or of one, by state",
+		Long: `Count the items of every queue (see queues), or of QUEUE, by state: DELAYED
+(not yet due), RETRY (failed, waiting for the next attempt), READY, INFLIGHT
+(received, not settled) and DEAD; whether it is PAUSED; its LATENCY (how long
+the oldest ready item has waited since it fell due: alert on it) and when its
+next delayed item or retry falls due (NEXT-DUE).
+
+--watch samples again every --interval until Ctrl-C, redrawing in place on a
+terminal (else printing one table after another, a blank line apart), and adds
+how fast READY and DEAD change per second between samples (READY/S, DEAD/S).
+Each sample must answer within --timeout.
+
+-o json prints an array of objects: queue, delayed, retry, ready, inflight,
+dead, paused, latency_ms, next_due (RFC 3339, omitted when none). With --watch,
+one line of JSON per sample: {"time": ..., "queues": [...]}, the queues with
+ready_per_sec and dead_per_sec from the second sample on.`,
+		Args:              rangeArgs(0, "QUEUE"),
+		ValidArgsFunction: a.completeQueue,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			queue := ""
+			if len(args) == 1 {
+				queue = args[0]
+			}
+			if f.watch {
+				if f.interval <= 0 {
+					return usageErrorf("--interval %v: want a positive duration such as 2s", f.interval)
+				}
+				return a.watchStats(cmd, queue, f.interval)
+			}
+			var rows []statsRow
+			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
+				var err error
+				rows, err = collectStats(ctx, in, queue)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), rows)
+			}
+			return writeStatsTable(cmd.OutOrStdout(), rows, false)
+		}),
+	}
+	cmd.Flags().BoolVarP(&f.watch, "watch", "w", false, "sample again every --interval until interrupted")
+	cmd.Flags().DurationVar(&f.interval, "interval", 2*time.Second, "time between two samples of --watch")
+	return cmd
+}
+
+// collectStats reads the stats of queue, or of every queue when queue is
+// "". A queue that disappears from the registry while they are read is
+// left out.
+func collectStats(ctx context.Context, in *inspect.Inspector, queue string) ([]statsRow, error) {
+	names := []string{queue}
+	if queue == "" {
+		var err error
+		if names, err = in.Queues(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rows := make([]statsRow, 0, len(names))
+	for _, name := range names {
+		st, err := in.Stats(ctx, name)
+		if errors.Is(err, inspect.ErrNotFound) && queue == "" {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, statsRow{
+			Queue:     name,
+			Delayed:   st.Delayed,
+			Retry:     st.Retry,
+			Ready:     st.Ready,
+			Inflight:  st.Inflight,
+			Dead:      st.Dead,
+			Paused:    st.Paused,
+			LatencyMS: millis(st.Latency),
+			NextDue:   jsonTime(st.NextDue),
+			latency:   st.Latency,
+		})
+	}
+	return rows, nil
+}
+
+// writeStatsTable writes rows as a table; with rates, with the READY/S
+// and DEAD/S columns, blank where a row has none.
+func writeStatsTable(w io.Writer, rows []statsRow, rates bool) error {
+	t := newTable(w)
+	header := "QUEUE\tDELAYED\tRETRY\tREADY\tINFLIGHT\tDEAD\tPAUSED\tLATENCY\tNEXT-DUE"
+	if rates {
+		header += "\tREADY/S\tDEAD/S"
+	}
+	fmt.Fprintln(t, header)
+	for _, r := range rows {
+		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s",
+			r.Queue, r.Delayed, r.Retry, r.Ready, r.Inflight, r.Dead,
+			yesNo(r.Paused), formatDuration(r.latency), formatTime(r.NextDue))
+		if rates {
+			fmt.Fprintf(t, "\t%s\t%s", formatRate(r.ReadyPerSec), formatRate(r.DeadPerSec))
+		}
+		fmt.Fprintln(t)
+	}
+	return t.Flush()
+}
+
+// formatRate returns a rate per second for a table: signed, one decimal;
+// "" when there is none.
+func formatRate(r *float64) string {
+	if r == nil {
+		return ""
+	}
+	if *r == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%+.1f", *r)
+}

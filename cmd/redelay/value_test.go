@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/redelay/redelay/inspect"
+)
+
+// Values JSON cannot hold are shown by name, not dropped.
+func TestJSONValue(t *testing.T) {
+	v := map[string]any{"nan": math.NaN(), "inf": []any{math.Inf(1), float32(math.Inf(-1))}, "n": 1.5, "b": []byte("hi")}
+	b, err := json.Marshal(jsonValue(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"b":"aGk=","inf":["+Inf","-Inf"],"n":1.5,"nan":"NaN"}`; string(b) != want {
+		t.Fatalf("got %s, want %s", b, want)
+	}
+}
+
+// A payload without a value is summed up by its size and first bytes:
+// as text when it is, in hex otherwise.
+func TestRawSummary(t *testing.T) {
+	cases := []struct {
+		payload []byte
+		want    string
+	}{
+		{nil, "(empty)"},
+		{[]byte("plain text"), `(10 bytes) "plain text"`},
+		{[]byte{0x82, 0xa1, 0x61, 0x01}, "(4 bytes) 82a16101"},
+		{[]byte("0123456789abcdef0123456789abcdefXYZ"), `(35 bytes) "0123456789abcdef0123456789abcdef"…`},
+		{[]byte("tab\there"), `(8 bytes) 7461620968657265`},
+		{append([]byte("0123456789abcdef0123456789abcde"), "é"...), `(33 bytes) "0123456789abcdef0123456789abcde"…`},
+	}
+	for _, c := range cases {
+		if got := rawSummary(inspect.Item{Payload: c.payload}); got != c.want {
+			t.Errorf("rawSummary(%q) = %s, want %s", c.payload, got, c.want)
+		}
+	}
+}
+
+// oneLine keeps table cells on one line and cuts them at a width.
+func TestOneLine(t *testing.T) {
+	if got := oneLine("a\nb\t c", 10); got != "a b c" {
+		t.Errorf("oneLine = %q", got)
+	}
+	if got := oneLine("héllo wörld", 6); got != "héllo…" {
+		t.Errorf("oneLine = %q", got)
+	}
+}
