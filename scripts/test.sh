@@ -3,10 +3,13 @@
 # are missing (the tests start their own servers on loopback ports; the
 # distribution's redis service is neither needed nor used), checks
 # formatting and go vet, then runs every test with the race detector.
-# Without arguments it then runs the side-by-side benchmark (bench/, its own
-# module) as a smoke test: its tests, and the quick run, which fails on any
-# lost or duplicated item or failed workload and asserts nothing about speed
-# (it needs Node.js and npm for BullMQ, installed like Redis when missing).
+# Without arguments it then tests the command-line tool (cmd/redelay, its
+# own module), whose tests drive the dashboard in headless Chromium
+# (Debian's chromium package, installed like Redis when missing), and runs
+# the side-by-side benchmark (bench/, its own module) as a smoke test: its
+# tests, and the quick run, which fails on any lost or duplicated item or
+# failed workload and asserts nothing about speed (it needs Node.js and npm
+# for BullMQ, installed like Redis when missing).
 #
 # Extra arguments go to `go test` of the library only, e.g.
 # ./scripts/test.sh -run TestFoo -v
@@ -21,6 +24,9 @@ if ! command -v "$redis_server" >/dev/null 2>&1 || ! command -v "$redis_cli" >/d
 fi
 if (($# == 0)) && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
 	missing+=(nodejs npm)
+fi
+if (($# == 0)) && ! command -v chromium >/dev/null 2>&1; then
+	missing+=(chromium)
 fi
 # The race detector needs cgo, hence a C compiler.
 if ! command -v "$(go env CC)" >/dev/null 2>&1; then
@@ -65,6 +71,11 @@ go vet ./...
 go test -race -count=1 -timeout 15m "$@" ./...
 
 if (($# == 0)); then
+	(
+		cd cmd/redelay
+		go vet ./...
+		go test -race -count=1 -timeout 10m ./...
+	)
 	(
 		cd bench
 		go vet ./...
