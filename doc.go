@@ -5,13 +5,14 @@
 // its packages:
 //
 //   - [github.com/redelay/redelay/blocking]: Queue[T], the queue consumers
-//     wait on. Offer, Take and Poll (at most once); Receive with Ack, Nack
-//     and Extend, and Consume, a pool of handlers (at least once); dead
-//     letters and Redrive.
+//     wait on. Offer (WithPriority), Take and Poll (at most once); Receive
+//     with Ack, Nack and Extend, and Consume, a pool of handlers (at least
+//     once); dead letters and Redrive; Stats, Peek, Pause and Resume.
 //   - [github.com/redelay/redelay/delayed]: Queue[T], which holds items
 //     until they fall due on the Redis server's clock, then hands them to a
-//     blocking queue: Offer, OfferAt, OfferBatch, and cancel by ID with
-//     Remove.
+//     blocking queue: Offer, OfferAt, OfferBatch, cancel by ID with
+//     Remove, duplicate modes (WithReplace, WithDebounce, WithUniqueFor)
+//     and recurring schedules (Schedule).
 //   - [github.com/redelay/redelay/codec]: how values are encoded: Msgpack
 //     (the default), JSON, Raw, or a codec of your own.
 //   - [github.com/redelay/redelay/transfer]: a process that moves due items
@@ -19,6 +20,16 @@
 //     already; run it for queues whose producers and consumers come and go).
 //   - [github.com/redelay/redelay/tracing]: the names of redelay's
 //     OpenTelemetry spans, attributes and metrics.
+//   - [github.com/redelay/redelay/inspect]: queues seen and steered from
+//     code without their type: counts, items by state, cancel, promote,
+//     reschedule, requeue, purge, pause, resume, schedules.
+//   - [github.com/redelay/redelay/dashboard]: an http.Handler that shows
+//     and steers every queue in a browser, to mount behind your own
+//     authentication.
+//
+// The command-line tool is the module github.com/redelay/redelay/cmd/redelay
+// (its own go.mod): `redelay stats`, `redelay ls QUEUE --state dead`,
+// `redelay dashboard --demo` and more.
 //
 // A first program:
 //
