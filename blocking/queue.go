@@ -85,6 +85,8 @@ const MaxPriority = 9
 // became ready. The order is strict: while items of a higher priority are
 // ready, lower ones wait (see docs/decisions.md, "Priorities"). An item
 // keeps its priority through Nack, retries, expired leases and redrives.
+// Consume leases up to twice its concurrency ahead of its handlers: an
+// item of priority that arrives meanwhile is handled after those.
 // A priority outside 0..MaxPriority returns [ErrInvalidArgument].
 //
 // A queue whose items all have priority 0 works as if priorities did not
