@@ -85,14 +85,13 @@ if #claimed > 0 or #seen > 0 then
   for i = 1, #seen, 2 do
     first[seen[i]] = tonumber(seen[i + 1])
   end
-  local present, given = {}, 0
+  local present, given = {}, {}
   for i = #claimed, 1, -1 do -- oldest first
     local env = claimed[i]
     local t = first[env]
     if t and now - t >= tonumber(ARGV[3]) then
       if redis.call('LREM', KEYS[5], -1, env) == 1 then
-        ready_push(KEYS[3], KEYS[8], KEYS[9], {env}, true)
-        given = given + 1
+        given[#given + 1] = env
       end
     else
       present[env] = true
@@ -106,7 +105,8 @@ if #claimed > 0 or #seen > 0 then
       redis.call('HDEL', KEYS[6], env)
     end
   end
-  out[5] = given
+  ready_push(KEYS[3], KEYS[8], KEYS[9], given, true)
+  out[5] = #given
 end
 
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')

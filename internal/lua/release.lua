@@ -16,14 +16,14 @@
 
 redis.call('ZCARD', KEYS[1]) -- type checks before the first write
 ready_check(KEYS[3], KEYS[4])
-local n = 0
+local back = {} -- the last one is taken first: ARGV[1]'s
 for i = #ARGV, 1, -1 do
   local env = redis.call('HGET', KEYS[2], ARGV[i])
   if env then
     redis.call('HDEL', KEYS[2], ARGV[i])
     redis.call('ZREM', KEYS[1], ARGV[i])
-    ready_push(KEYS[3], KEYS[4], KEYS[5], {env}, true)
-    n = n + 1
+    back[#back + 1] = env
   end
 end
-return n
+ready_push(KEYS[3], KEYS[4], KEYS[5], back, true)
+return #back
