@@ -25,6 +25,9 @@ var (
 	// ErrPayloadTooLarge: the encoded value (and headers) exceed
 	// WithMaxPayloadSize.
 	ErrPayloadTooLarge = queue.ErrPayloadTooLarge
+	// ErrQueueFull: an offer to a queue at its bound (WithMaxSize); nothing
+	// was stored. Retry later, or shed the work.
+	ErrQueueFull = queue.ErrQueueFull
 	// ErrLeaseLost: Ack, Nack or Extend of a delivery whose lease is gone:
 	// it expired and the item was made ready again (perhaps delivered to
 	// another consumer), or the delivery was already settled or given

@@ -136,6 +136,25 @@ func WithMaxAttempts(n int) Option {
 	}
 }
 
+// WithMaxSize bounds the queue: an offer that would take it past n items
+// pending (delayed, or waiting for a retry) plus ready returns an error
+// wrapping [ErrQueueFull] and stores nothing, so producers are pushed back
+// instead of filling Redis. Items leased to consumers do not count, and
+// nothing already in the queue is ever refused (a Nack, an expired lease, a
+// recurring schedule's tick). The count and the offer are one script, so
+// concurrent producers in any number of processes never take the queue
+// past n. delayed.OfferBatch fits as a whole or not at all. Every process
+// that offers should set the same n. Default: no bound; at least 1.
+func WithMaxSize(n int64) Option {
+	return func(o *options) {
+		if n < 1 {
+			o.fail(fmt.Errorf("WithMaxSize(%d): must be at least 1", n))
+			return
+		}
+		o.cfg.MaxSize = n
+	}
+}
+
 // WithTracerProvider sets where the queue's spans go. Default: the otel
 // global TracerProvider (a no-op until the application installs an SDK).
 // See package tracing for the spans. nil means the default.

@@ -3,8 +3,10 @@ package delayed
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
 )
@@ -57,6 +59,13 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 	name := d.core.Name()
 	ids := make([]string, 0, len(values))
 	group := batchChunk * batchPipeline
+	bound := d.core.Cfg.MaxSize
+	pass := ""
+	if bound > 0 {
+		// All or nothing against the bound: every chunk in one transaction.
+		group = max(len(values), 1)
+		pass = queue.NewToken()
+	}
 	for gStart := 0; gStart < len(values); gStart += group {
 		gValues := values[gStart:min(gStart+group, len(values))]
 		calls := make([]*store.OfferCall, 0, (len(gValues)+batchChunk-1)/batchChunk)
@@ -70,7 +79,10 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			chunk := gValues[cStart:min(cStart+batchChunk, len(gValues))]
 			lane := d.core.Lane()
 			lanes = append(lanes, lane)
-			c := &store.OfferCall{Lane: lane.Name, Nonce: lane.Nonce(), Items: make([]store.OfferItem, len(chunk))}
+			c := &store.OfferCall{Lane: lane.Name, Nonce: lane.Nonce(), Items: make([]store.OfferItem, len(chunk)), Bound: bound}
+			if bound > 0 {
+				c.Batch, c.Offset, c.Pass = len(values), cStart, pass
+			}
 			for i, v := range chunk {
 				id := queue.NewID()
 				env, err := d.core.Encode(id, v, user, trace, priority)
@@ -86,7 +98,7 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 		// stopped waiting for: a lane serves one call at a time.
 		_, err := queue.Call(ctx, d.core, func(ctx context.Context) (struct{}, error) {
 			defer release()
-			d.core.Store.OfferPipelined(ctx, calls)
+			d.core.Store.OfferPipelined(ctx, calls, bound > 0)
 			return struct{}{}, nil
 		}, nil)
 		if err != nil {
@@ -96,6 +108,9 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			first := gStart + i*batchChunk
 			if c.Err != nil {
 				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", name, first, first+len(c.Items)-1, &queue.OfferOutcomeUnknown{Err: c.Err})
+			}
+			if slices.Contains(c.Statuses, lua.OfferFull) {
+				return ids, fmt.Errorf("offer batch %s of %d items: %w", name, len(values), d.core.ErrFull())
 			}
 			for _, it := range c.Items {
 				ids = append(ids, it.ID)

@@ -26,6 +26,9 @@ var (
 	ErrInvalidQueue = blocking.ErrInvalidQueue
 	// ErrClosed is blocking.ErrClosed; a delayed queue returns it after its own Close.
 	ErrClosed = blocking.ErrClosed
+	// ErrQueueFull is blocking.ErrQueueFull: the queue is at its bound
+	// (blocking.WithMaxSize); nothing was stored.
+	ErrQueueFull = blocking.ErrQueueFull
 )
 
 // MaxIDLen bounds an ID given with WithID, in bytes.

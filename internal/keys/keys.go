@@ -21,6 +21,9 @@
 //	redelay:{N}:schedules:due ZSET   schedule name -> when its next tick must be materialized (Unix ms)
 //	redelay:{N}:lane:<L>      STRING the last offer call of lane L and its outcome (expires)
 //	redelay:{N}:unique:<ID>   STRING an ID offered WithUniqueFor, until its window ends (expires)
+//	redelay:{N}:batch:<T>     STRING a bounded batch's pass between its offer calls (expires)
+//	redelay:{N}:rate          STRING when the next delivery may start under WithRateLimit, Unix µs (expires)
+//	redelay:{N}:slots         LIST   wake-ups for consumers waiting under WithGlobalConcurrency (capped)
 //	redelay:{N}:wake          pub/sub channel (not a key): earliest due time changed
 //
 // A child queue (the dead letters of N) keeps the parent's tag:
@@ -110,6 +113,10 @@ func (q Queue) Unique(id string) string { return q.base + ":unique:" + id }
 // Lane returns the key that records the last offer call sent on lane l (see
 // internal/lua/offer.lua): l names one producer's in-flight call slot.
 func (q Queue) Lane(l string) string { return q.base + ":lane:" + l }
+
+// Pass returns the key a bounded batch's first offer call leaves for its
+// later calls (see internal/lua/offer.lua): t names the batch.
+func (q Queue) Pass(t string) string { return q.base + ":batch:" + t }
 
 func build(name, tag, base string) Queue {
 	return Queue{

@@ -105,6 +105,7 @@ const (
 	OfferDuplicate = 0
 	OfferPending   = 1
 	OfferReady     = 2
+	OfferFull      = 3 // refused: the queue is at its bound (blocking.WithMaxSize)
 )
 
 // Upsert outcomes returned by upsert.lua (0 to 2 as OfferDuplicate,
@@ -112,6 +113,7 @@ const (
 const (
 	UpsertReplacedPending = 3
 	UpsertReplacedReady   = 4
+	UpsertFull            = 5 // refused: the queue is at its bound
 )
 
 // Reschedule outcomes returned by reschedule.lua.

@@ -25,11 +25,22 @@
 -- KEYS[5] -> redelay:{q}:retry     ZSET  pending retries, score due µs
 -- KEYS[6] -> redelay:{q}:lane:<L>  STRING this caller's last call and its outcome
 -- KEYS[7] -> redelay:{q}:prio      ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[8] -> redelay:{q}:batch:<T> STRING a bounded batch's pass (see below), or
+--            any key of the queue when ARGV[5] is 0
 -- ARGV[1] -> wake-up channel, published to when an item offered here becomes
 --            the earliest pending one
 -- ARGV[2] -> call nonce, base 36, growing from call to call of the lane
 -- ARGV[3] -> how long the lane record lives, ms
--- ARGV[4+4k .. 7+4k], one group per item, in offer order:
+-- ARGV[4] -> the queue's bound (blocking.WithMaxSize): the most items
+--            pending (delayed and retry) plus ready; 0: none
+-- ARGV[5] -> 0: each item stands alone against the bound (refused ones get
+--            status 3, the others are offered); otherwise the item count of
+--            a whole batch sent as chunks in one MULTI (delayed.OfferBatch),
+--            all or nothing: the first chunk checks that the whole batch
+--            fits and leaves a pass in KEYS[8]; later chunks run only with
+--            the pass, which the last one deletes
+-- ARGV[6] -> with ARGV[5]: how many items of the batch come before this call's
+-- ARGV[7+4k .. 10+4k], one group per item, in offer order:
 --   id
 --   envelope (version byte, 16 bytes of times to fill in, rest)
 --   "d" (delay), "a" (at) or "r" (ready now, no duplicate check)
@@ -37,7 +48,8 @@
 --
 -- Output: one status per item: 1 pending in the delayed set; 2 made ready
 --   (the ready list, or the priority set); 0 an item with this id was already pending (that item
---   was left as it was, this one dropped).
+--   was left as it was, this one dropped); 3 refused: the queue is full
+--   (ARGV[4]).
 -- Due times use the server clock (TIME), so producers' clocks do not matter.
 
 local replay = lane_replay(KEYS[6], ARGV[2])
@@ -54,15 +66,15 @@ end
 
 local us = now_us()
 local now = math.floor(us / 1000)
-local n = (#ARGV - 3) / 4
+local n = (#ARGV - 6) / 4
 if n < 1 then
   return {}
 end
 
 local ids, lookup = {}, {}
 for i = 1, n do
-  ids[i] = ARGV[4 * i]
-  if ARGV[4 * i + 2] ~= 'r' then
+  ids[i] = ARGV[4 * i + 3]
+  if ARGV[4 * i + 5] ~= 'r' then
     lookup[#lookup + 1] = ids[i]
   end
 end
@@ -80,11 +92,25 @@ local head = head_due(KEYS[1], KEYS[5])
 -- Decide each item's fate in order, as single offers would: due items go to
 -- the ready list only while nothing pending (including items of this call)
 -- is due at or before them.
+--
+-- The bound: room is how many more items fit (-1: no bound).
+local room, batch, offset = -1, tonumber(ARGV[5]), tonumber(ARGV[6])
+if ARGV[4] ~= '0' then
+  if batch > 0 and offset > 0 then
+    -- A later chunk of a bounded batch runs only if the first one did.
+    room = redis.call('EXISTS', KEYS[8]) == 1 and n or 0
+  else
+    room = math.max(0, tonumber(ARGV[4]) - queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[7]))
+    if batch > 0 and room < batch then
+      room = 0
+    end
+  end
+end
 local status, dues, scores, ready_envs = {}, {}, {}, {}
 local min_due, delayed, added, ready_count = head, 0, {}, 0
 for i = 1, n do
   local id = ids[i]
-  local mode, t = ARGV[4 * i + 2], ARGV[4 * i + 3]
+  local mode, t = ARGV[4 * i + 5], ARGV[4 * i + 6]
   local due_us
   if mode == 'd' then
     due_us = us + tonumber(t)
@@ -96,7 +122,9 @@ for i = 1, n do
     due_us = us
   end
   dues[i] = due_us
-  if mode == 'r' then
+  if room == 0 and (mode == 'r' or not (existing[id] or added[id])) then
+    status[i] = 3
+  elseif mode == 'r' then
     status[i] = 2
   elseif existing[id] or added[id] then
     status[i] = 0
@@ -112,7 +140,17 @@ for i = 1, n do
   end
   if status[i] == 2 then
     ready_count = ready_count + 1
-    ready_envs[ready_count] = ARGV[4 * i + 1]
+    ready_envs[ready_count] = ARGV[4 * i + 4]
+  end
+  if room > 0 and (status[i] == 1 or status[i] == 2) then
+    room = room - 1
+  end
+end
+if batch > 0 and ARGV[4] ~= '0' then
+  if offset == 0 and room ~= 0 and n < batch then
+    redis.call('SET', KEYS[8], '1', 'PX', 60000) -- the pass of the later chunks
+  elseif offset > 0 and offset + n >= batch then
+    redis.call('DEL', KEYS[8])
   end
 end
 if ready_count > 0 then
@@ -129,7 +167,7 @@ local function stamped(i)
   if due_ms ~= last_due then
     last_due, last_bytes = due_ms, be64(due_ms)
   end
-  local env = ARGV[4 * i + 1]
+  local env = ARGV[4 * i + 4]
   return sub(env, 1, 1) .. stamp .. last_bytes .. sub(env, 18)
 end
 

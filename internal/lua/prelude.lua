@@ -446,6 +446,18 @@ local function prio()
   return P
 end
 
+-- queue_length is what a queue's bound (blocking.WithMaxSize) counts: the
+-- items pending (delayed and retry) and ready (the list, less the priority
+-- marker at its tail, and the priority set).
+local function queue_length(kDelayed, kRetry, kReady, kPrio)
+  local prio = redis.call('ZCARD', kPrio)
+  local n = redis.call('ZCARD', kDelayed) + redis.call('ZCARD', kRetry) + redis.call('LLEN', kReady) + prio
+  if prio > 0 then
+    n = n - 1
+  end
+  return n
+end
+
 -- ready_push makes envs ready: those of priority 0 go to the ready list,
 -- the others to the priority set (kPrio; kSeq numbers them). head: they go
 -- first in line (an item given back), the last of envs first; otherwise

@@ -38,9 +38,12 @@
 -- ARGV[7] -> delay in µs (d) or due time in Unix µs (a)
 -- ARGV[8] -> 'R', 'B' or 'U'
 -- ARGV[9] -> max wait (B) or window (U), µs
+-- ARGV[10] -> the queue's bound (blocking.WithMaxSize), 0: none; a new item
+--            past it is refused (replacing a pending one adds nothing)
 --
 -- Output: 0 refused as a duplicate (nothing changed); 1 offered, pending;
---   2 offered, ready; 3 replaced, pending; 4 replaced, ready.
+--   2 offered, ready; 3 replaced, pending; 4 replaced, ready; 5 refused:
+--   the queue is full (nothing changed).
 
 local replay = lane_replay(KEYS[6], ARGV[2])
 if replay == false then
@@ -75,6 +78,9 @@ end
 
 if (old and dup == 'U') or unique_held then
   return finish(0)
+end
+if not old and ARGV[10] ~= '0' and queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[8]) >= tonumber(ARGV[10]) then
+  return finish(5)
 end
 
 local enqueued = now

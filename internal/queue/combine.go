@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/store"
 )
 
@@ -121,7 +122,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	cb.mu.Unlock()
 	select {
 	case r := <-req.done:
-		return r.status, r.err
+		return r.status, c.full(r.status == lua.OfferFull, r.err)
 	case <-ctx.Done():
 	}
 	cb.mu.Lock()
@@ -133,7 +134,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	cb.mu.Unlock()
 	select {
 	case r := <-req.done: // it finished meanwhile
-		return r.status, r.err
+		return r.status, c.full(r.status == lua.OfferFull, r.err)
 	default:
 		return 0, &OfferOutcomeUnknown{Err: ctx.Err()}
 	}
@@ -164,7 +165,7 @@ func (c *Core) send() {
 		// instrumentation's span nests under the send span), not its
 		// cancellation: the call is seen through, its outcome recorded.
 		ctx := context.WithoutCancel(batch[0].ctx)
-		statuses, err := c.Store.Offer(ctx, name, c.lanes.nextNonce(), items)
+		statuses, err := c.Store.Offer(ctx, name, c.lanes.nextNonce(), c.Cfg.MaxSize, items)
 		if err != nil {
 			// The call was sent: it may have run (a reply lost, a copy
 			// still in the network). A copy arriving after the lane's next
@@ -212,7 +213,7 @@ func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us in
 	l := c.Lane()
 	nonce := l.Nonce()
 	st, err := Call(ctx, c, func(ctx context.Context) (int64, error) {
-		return c.Store.Upsert(ctx, l.Name, nonce, item, dup, us)
+		return c.Store.Upsert(ctx, l.Name, nonce, item, dup, us, c.Cfg.MaxSize)
 	}, func(int64, error) { l.Release() })
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// Given up on while on its way: the call goes on, and its late
@@ -223,5 +224,18 @@ func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us in
 	if err != nil {
 		return 0, &OfferOutcomeUnknown{Err: err} // sent: it may have run
 	}
-	return st, nil
+	return st, c.full(st == lua.UpsertFull, nil)
+}
+
+// full returns err, or the ErrQueueFull of an offer refused by the bound.
+func (c *Core) full(refused bool, err error) error {
+	if refused && err == nil {
+		return c.ErrFull()
+	}
+	return err
+}
+
+// ErrFull is the error of an offer the queue's bound refused.
+func (c *Core) ErrFull() error {
+	return fmt.Errorf("%w: %d items pending and ready, the most it holds (WithMaxSize); nothing was stored", ErrQueueFull, c.Cfg.MaxSize)
 }

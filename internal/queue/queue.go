@@ -32,6 +32,7 @@ var (
 	ErrInvalidArgument = errors.New("redelay: invalid argument")
 	ErrClosed          = errors.New("redelay: queue closed")
 	ErrPayloadTooLarge = errors.New("redelay: payload too large")
+	ErrQueueFull       = errors.New("redelay: queue full")
 )
 
 // DefaultMaxPayload bounds an encoded value unless configured otherwise.
@@ -62,6 +63,9 @@ type Config struct {
 	MaxAttemptsSet bool
 	// Telemetry selects the OpenTelemetry providers (nil: the globals).
 	Telemetry telemetry.Config
+	// MaxSize bounds the items pending plus ready (0: no bound); offers
+	// past it are refused with ErrQueueFull.
+	MaxSize int64
 	// MaxEnvelopeVersion makes the queue read envelopes as a reader of
 	// that version would (tests of rolling upgrades); 0: envelope.Version.
 	MaxEnvelopeVersion int

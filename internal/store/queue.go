@@ -62,9 +62,12 @@ type OfferItem struct {
 }
 
 // Offer runs offer.lua for items as one call recorded under lane with
-// nonce, and returns one status per item (lua.Offer*).
-func (q *Queue) Offer(ctx context.Context, lane, nonce string, items []OfferItem) ([]int64, error) {
-	res, err := q.c.eval(ctx, lua.Offer, q.offerKeys(lane), offerArgs(q.K.Wake, nonce, items)...).Int64Slice()
+// nonce, and returns one status per item (lua.Offer*). bound is the
+// queue's bound (0: none): each item that does not fit is refused
+// (lua.OfferFull).
+func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, items []OfferItem) ([]int64, error) {
+	c := OfferCall{Lane: lane, Nonce: nonce, Bound: bound, Items: items}
+	res, err := q.c.eval(ctx, lua.Offer, q.offerKeys(&c), q.offerArgs(&c)...).Int64Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -74,15 +77,20 @@ func (q *Queue) Offer(ctx context.Context, lane, nonce string, items []OfferItem
 	return res, nil
 }
 
-func (q *Queue) offerKeys(lane string) []string {
+func (q *Queue) offerKeys(c *OfferCall) []string {
 	k := q.K
-	return []string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Prio}
+	pass := k.Meta // any key of the queue: unused without a batch
+	if c.Batch > 0 {
+		pass = k.Pass(c.Pass)
+	}
+	return []string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(c.Lane), k.Prio, pass}
 }
 
-func offerArgs(wake, nonce string, items []OfferItem) []any {
-	argv := make([]any, 3, 3+4*len(items))
-	argv[0], argv[1], argv[2] = wake, nonce, LaneTTL.Milliseconds()
-	for _, it := range items {
+func (q *Queue) offerArgs(c *OfferCall) []any {
+	argv := make([]any, 6, 6+4*len(c.Items))
+	argv[0], argv[1], argv[2] = q.K.Wake, c.Nonce, LaneTTL.Milliseconds()
+	argv[3], argv[4], argv[5] = c.Bound, c.Batch, c.Offset
+	for _, it := range c.Items {
 		argv = append(argv, it.ID, it.Env, string(it.Mode), it.US)
 	}
 	return argv
@@ -97,32 +105,44 @@ const (
 
 // Upsert offers one delayed item (Mode 'd' or 'a') under a duplicate mode,
 // recorded under lane with nonce; us is the debounce's max wait or the
-// unique window, µs. It returns upsert.lua's status.
-func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us int64) (int64, error) {
+// unique window, µs; bound is the queue's bound (0: none). It returns
+// upsert.lua's status.
+func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us, bound int64) (int64, error) {
 	k := q.K
 	return q.c.eval(ctx, lua.Upsert,
 		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Unique(it.ID), k.Prio},
-		k.Wake, nonce, LaneTTL.Milliseconds(), it.ID, it.Env, string(it.Mode), it.US, string(dup), us).Int64()
+		k.Wake, nonce, LaneTTL.Milliseconds(), it.ID, it.Env, string(it.Mode), it.US, string(dup), us, bound).Int64()
 }
 
 // OfferCall is one offer.lua call of a pipelined batch.
 type OfferCall struct {
 	Lane, Nonce string
 	Items       []OfferItem
-	Statuses    []int64 // set by OfferPipelined
-	Err         error   // set by OfferPipelined
+	// Bound is the queue's bound (0: none). With Batch > 0 the calls are a
+	// batch of Batch items that fits the bound as a whole or not at all:
+	// Offset is how many of its items come before this call's, and Pass
+	// names the key the first call leaves for the others (one per batch).
+	Bound         int64
+	Batch, Offset int
+	Pass          string
+	Statuses      []int64 // set by OfferPipelined
+	Err           error   // set by OfferPipelined
 }
 
-// OfferPipelined sends calls in one round trip. A pipeline sends only
-// EVALSHA: calls the server answers with NOSCRIPT (first use, restart,
-// failover) did nothing, so the script is loaded and they are sent again.
-// Each call's result is in its Statuses or Err.
-func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall) {
+// OfferPipelined sends calls in one round trip; with atomic, in one
+// MULTI/EXEC transaction (a bounded batch: its calls must run together).
+// A pipeline sends only EVALSHA: calls the server answers with NOSCRIPT
+// (first use, restart, failover) did nothing, so the script is loaded and
+// they are sent again. Each call's result is in its Statuses or Err.
+func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic bool) {
 	send := func(calls []*OfferCall) []*redis.Cmd {
 		pipe := q.c.rdb.Pipeline()
+		if atomic {
+			pipe = q.c.rdb.TxPipeline()
+		}
 		cmds := make([]*redis.Cmd, len(calls))
 		for i, c := range calls {
-			cmds[i] = lua.Offer.EvalSha(ctx, pipe, q.offerKeys(c.Lane), offerArgs(q.K.Wake, c.Nonce, c.Items)...)
+			cmds[i] = lua.Offer.EvalSha(ctx, pipe, q.offerKeys(c), q.offerArgs(c)...)
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command
 		return cmds
