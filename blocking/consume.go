@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redelay/redelay/internal/queue"
+	"github.com/redelay/redelay/internal/store"
 )
 
 // Handler processes one delivery for [Queue.Consume]. Returning nil acks
@@ -27,6 +28,7 @@ type consumeOptions struct {
 	backoff         func(attempt int) time.Duration
 	shutdownTimeout time.Duration
 	handlerTimeout  time.Duration
+	limits          store.Limits // WithRateLimit, WithGlobalConcurrency
 	err             error
 }
 
@@ -91,6 +93,53 @@ func WithHandlerTimeout(d time.Duration) ConsumeOption {
 			return
 		}
 		o.handlerTimeout = d
+	}
+}
+
+// maxRateAhead bounds how far ahead of now a rate-limited Consume leases
+// items whose start slots are later (see WithRateLimit).
+const maxRateAhead = time.Second
+
+// WithRateLimit makes every Consume of the queue that passes it share one
+// rate: at most n deliveries started per per, across all processes. Starts
+// are spread evenly, one every per/n (no bursts), on one timeline kept in
+// Redis and checked inside the receive script: an item leased while the
+// rate allows costs no extra round trip, and when it does not, Consume
+// sleeps until the next free start instead of polling. A Consume leases
+// items whose starts fall up to min(per, 1 s) ahead and runs each handler
+// at its start, so the fleet's handlers start in step with the rate
+// whatever the number of processes. Every process should pass the same
+// rate (each spaces its own starts by its own per/n on the shared
+// timeline). A start handed to a process that dies is not reused, so a
+// crash can only lower the rate. Default: none. n at least 1, per at least
+// 1 ms, per/n at least 1 µs.
+func WithRateLimit(n int, per time.Duration) ConsumeOption {
+	return func(o *consumeOptions) {
+		if n < 1 || per < time.Millisecond || per/time.Duration(n) < time.Microsecond {
+			o.fail(fmt.Errorf("WithRateLimit(%d, %v): want n >= 1, per >= 1ms, per/n >= 1µs", n, per))
+			return
+		}
+		o.limits.Interval = per / time.Duration(n)
+		o.limits.Ahead = min(per, maxRateAhead)
+	}
+}
+
+// WithGlobalConcurrency makes every Consume of the queue that passes it
+// share one limit: at most n items in flight (leased) across all
+// processes. The count is the queue's leases, checked inside the receive
+// script; Receive calls of other consumers count too. A Consume with this
+// option leases only for idle handlers (no lease ahead), and waits for a
+// lease to end without polling: each delivery it settles wakes one waiting
+// consumer (one more round trip per item). A crashed process's share comes
+// back when its leases expire (WithVisibilityTimeout). Default: none; at
+// least 1.
+func WithGlobalConcurrency(n int) ConsumeOption {
+	return func(o *consumeOptions) {
+		if n < 1 {
+			o.fail(fmt.Errorf("WithGlobalConcurrency(%d): must be at least 1", n))
+			return
+		}
+		o.limits.Concurrency = n
 	}
 }
 
@@ -199,8 +248,15 @@ func (c *consumer[T]) run(ctx context.Context) error {
 
 	// slots counts leased items: those being handled plus up to one
 	// batch prefetched, so that the next receive is already under way
-	// while handlers work. work feeds a fixed pool of handlers.
+	// while handlers work; under a global concurrency limit, only those
+	// being handled, one lease per receive (a lease ahead would hold a
+	// share of the fleet's limit idle). work feeds a fixed pool of
+	// handlers.
 	slots := make(chan struct{}, numReceivers*o.concurrency)
+	batch := o.concurrency
+	if o.limits.Concurrency > 0 {
+		slots, batch = make(chan struct{}, o.concurrency), 1
+	}
 	work := make(chan *Delivery[T], o.concurrency)
 	var handlers sync.WaitGroup
 	for range o.concurrency {
@@ -226,6 +282,11 @@ func (c *consumer[T]) run(ctx context.Context) error {
 						<-slots
 						continue
 					}
+					if !c.awaitStart(d) {
+						c.giveBack(d)
+						c.releaseUnused()
+						return
+					}
 					c.handle(d)
 					<-slots
 				}
@@ -240,7 +301,7 @@ func (c *consumer[T]) run(ctx context.Context) error {
 	defer stopReceiving()
 	for range numReceivers {
 		receivers.Go(func() {
-			if err := c.receiveLoop(rctx, slots, o.concurrency, work); err != nil {
+			if err := c.receiveLoop(rctx, slots, batch, work); err != nil {
 				fatalOnce.Do(func() { fatal = err })
 				stopReceiving()
 			}
@@ -356,7 +417,7 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, slots chan struct{}, batc
 				return nil
 			}
 		}
-		ds, err := c.q.receive(ctx, free, c.backoff)
+		ds, err := c.q.receive(ctx, free, c.backoff, c.opts.limits)
 		for range free - len(ds) {
 			<-slots
 		}
@@ -425,12 +486,46 @@ func (c *consumer[T]) releaseUnused() {
 	c.release(ds)
 }
 
+// awaitStart waits for d's start under the rate limit; false when Consume
+// shuts down first.
+func (c *consumer[T]) awaitStart(d *Delivery[T]) bool {
+	wait := time.Until(d.start)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.quit:
+		return false
+	}
+}
+
+// freed wakes consumers waiting for n leases to end under the global
+// concurrency limit.
+func (c *consumer[T]) freed(n int) {
+	limit := c.opts.limits.Concurrency
+	if limit == 0 || n == 0 {
+		return
+	}
+	_, err := queue.Call(c.handlerBg, c.q.core, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, c.q.core.Store.FreeSlots(ctx, n, limit)
+	}, nil)
+	if err != nil {
+		c.q.core.Cfg.Logger.Warn("redelay: could not wake consumers waiting for the global concurrency limit; they try again within a second",
+			"queue", c.q.Name(), "err", err)
+	}
+}
+
 // release runs release.lua for ds. If that fails they come back anyway
 // when their leases expire.
 func (c *consumer[T]) release(ds []*Delivery[T]) {
 	if len(ds) == 0 {
 		return
 	}
+	defer c.freed(len(ds))
 	tokens := make([]string, len(ds))
 	for i, d := range ds {
 		tokens[i] = d.token
@@ -465,6 +560,7 @@ func (c *consumer[T]) handle(d *Delivery[T]) {
 		c.mu.Unlock()
 	}()
 
+	defer c.freed(1) // its lease ended (settled), or will (lost)
 	pctx, span := c.q.core.Tel.StartProcess(hctx, d.ID, d.Attempt, d.Headers)
 	start := time.Now()
 	err := c.call(pctx, d)

@@ -2,7 +2,9 @@ package blocking_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -196,4 +198,72 @@ func ExampleWithPriority() {
 	// 5 paid: invoice question
 	// 0 free: printer jammed
 	// 0 free: typo on the site
+}
+
+func ExampleWithMaxSize() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx := context.Background()
+	jobs := blocking.New[string](rdb, "exports", blocking.WithMaxSize(2))
+	defer jobs.Close()
+
+	for _, job := range []string{"export 1", "export 2", "export 3"} {
+		_, err := jobs.Offer(ctx, job)
+		switch {
+		case errors.Is(err, blocking.ErrQueueFull):
+			fmt.Println(job, "refused: try again later")
+		case err != nil:
+			panic(err)
+		default:
+			fmt.Println(job, "queued")
+		}
+	}
+	// Output:
+	// export 1 queued
+	// export 2 queued
+	// export 3 refused: try again later
+}
+
+func ExampleWithRateLimit() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := blocking.New[string](rdb, "partner-api")
+	defer calls.Close()
+	for _, c := range []string{"call 1", "call 2", "call 3", "call 4"} {
+		if _, err := calls.Offer(ctx, c); err != nil {
+			panic(err)
+		}
+	}
+
+	// At most 20 calls a second, however many processes run this Consume;
+	// each handler starts 50 ms after the one before.
+	var done []string
+	start := time.Now()
+	err = calls.Consume(ctx, func(_ context.Context, d *blocking.Delivery[string]) error {
+		done = append(done, d.Value)
+		if len(done) == 4 {
+			cancel()
+		}
+		return nil
+	}, blocking.WithRateLimit(20, time.Second))
+	slices.Sort(done)
+	fmt.Println(done, errors.Is(err, context.Canceled))
+	fmt.Println("took at least 140 ms:", time.Since(start) >= 140*time.Millisecond)
+	// Output:
+	// [call 1 call 2 call 3 call 4] true
+	// took at least 140 ms: true
 }

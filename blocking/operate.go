@@ -105,7 +105,7 @@ func (q *Queue[T]) ReceiveBatch(ctx context.Context, max int) ([]*Delivery[T], e
 	if max < 1 || max > maxReceive {
 		return nil, fmt.Errorf("receive %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
 	}
-	return q.receive(ctx, max, DefaultBackoff)
+	return q.receive(ctx, max, DefaultBackoff, store.Limits{})
 }
 
 // TakeBatch is Take for up to max items at once: it waits until at least

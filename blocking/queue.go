@@ -66,6 +66,7 @@ type offerOptions struct {
 	hasID    bool
 	headers  map[string]string
 	priority int
+	ttl      time.Duration
 }
 
 // WithID gives the item an ID of the caller's choosing (1 to 256 bytes),
@@ -93,6 +94,18 @@ const MaxPriority = 9
 // exist, at the same cost.
 func WithPriority(p int) OfferOption {
 	return func(o *offerOptions) { o.priority = p }
+}
+
+// WithTTL gives the item a time to live: not delivered within d of
+// becoming due (for an item offered here, of the offer), it is dropped into
+// the dead letters with the error "expired" instead of being delivered, and
+// counted in the redelay.expired metric. The deadline is fixed when the
+// item is offered (Redis server clock): retries after a Nack do not move it.
+// Receive and Consume check it in Redis, as they lease; Take checks it as
+// it returns the item, on this machine's clock. Default: none; 1 ms to 10
+// years, else [ErrInvalidArgument].
+func WithTTL(d time.Duration) OfferOption {
+	return func(o *offerOptions) { o.ttl = d }
 }
 
 // WithHeaders attaches metadata to the item, seen by consumers in
@@ -130,11 +143,14 @@ func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string,
 	if err == nil {
 		err = queue.CheckPriority(o.priority)
 	}
+	if err == nil {
+		err = queue.CheckTTL(o.ttl)
+	}
 	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
 	ctx, span, trace := q.core.Tel.StartSend(ctx, id, 0)
-	err = q.offer(ctx, id, v, o.headers, trace, o.priority)
+	err = q.offer(ctx, id, v, &o, trace)
 	q.core.Tel.Sent(ctx, span, offered(err), err)
 	return queue.OfferResult(id, err)
 }
@@ -147,8 +163,8 @@ func offered(err error) int {
 	return 1
 }
 
-func (q *Queue[T]) offer(ctx context.Context, id string, v T, user, trace map[string]string, priority int) error {
-	env, err := q.core.Encode(id, v, user, trace, priority)
+func (q *Queue[T]) offer(ctx context.Context, id string, v T, o *offerOptions, trace map[string]string) error {
+	env, err := q.core.Encode(id, v, o.headers, trace, o.priority, o.ttl)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
@@ -225,6 +241,10 @@ func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error
 		}
 		pop = true
 		v, e, err := q.decode(raw)
+		if err == nil && queue.Expired(e, time.Now()) {
+			q.expireTaken(ctx, raw, e.ID)
+			continue
+		}
 		if err == nil {
 			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
 			return v, true, nil
@@ -361,6 +381,23 @@ func (q *Queue[T]) giveBack(raw []byte) {
 
 func (q *Queue[T]) decode(raw []byte) (T, envelope.Envelope, error) {
 	return queue.DecodeValue[T](q.core, raw)
+}
+
+// expireTaken moves an item Take popped past its deadline (WithTTL) to the
+// dead letters, with the error "expired".
+func (q *Queue[T]) expireTaken(ctx context.Context, raw []byte, id string) {
+	ctx = context.WithoutCancel(ctx)
+	withErr, _ := envelope.WithError(raw, "expired")
+	dead := envelope.WithAttempt(withErr, 0)
+	if _, err := queue.Call(ctx, q.core, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, q.core.Store.DeadLetter(ctx, dead)
+	}, nil); err != nil {
+		q.core.Cfg.Logger.Error("redelay: an item past its TTL could not be dead-lettered and is dropped",
+			"queue", q.Name(), "id", id, "err", err)
+		return
+	}
+	q.core.Tel.Expired(ctx, 1)
+	q.core.Cfg.Logger.Debug("redelay: item past its TTL moved to the dead letters", "queue", q.Name(), "id", id)
 }
 
 // failTaken deals with an item Take popped but cannot return: bytes that

@@ -33,6 +33,9 @@ type Delivery[T any] struct {
 
 	q     *Queue[T]
 	token string
+	// start is when Consume may start handling it (the rate limit's slot);
+	// zero: at once.
+	start time.Time
 
 	mu sync.Mutex
 	// held is how long the lease surely lasts on this machine's clock: the
@@ -71,7 +74,7 @@ const (
 // default backoff, counted as a failed attempt, with the reason in its
 // HeaderError. Receive goes on to the next item.
 func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
-	ds, err := q.receive(ctx, 1, DefaultBackoff)
+	ds, err := q.receive(ctx, 1, DefaultBackoff, store.Limits{})
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +85,11 @@ func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
 const maxReceive = 256
 
 // receive waits until it can lease at least one item, and leases up to max
-// in one script call. backoff sets the retry of items that fail to decode.
-func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.Duration) ([]*Delivery[T], error) {
+// in one script call. backoff sets the retry of items that fail to decode;
+// lim holds a Consume's fleet-wide limits: while they allow nothing,
+// receive waits (until the next start the rate limit allows, or for a
+// lease to end) without polling.
+func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.Duration, lim store.Limits) ([]*Delivery[T], error) {
 	if err := q.core.StartBackground(ctx); err != nil {
 		return nil, err
 	}
@@ -98,7 +104,16 @@ func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.
 			}
 		}
 		if lease {
-			ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff)
+			ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff, lim)
+			var limited *store.Limited
+			if errors.As(err, &limited) {
+				// The script gave the claimed item back, first in line.
+				claimed, lease = nil, true
+				if err := q.awaitLimit(ctx, limited); err != nil {
+					return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
+				}
+				continue
+			}
 			if errors.Is(err, store.ErrPaused) {
 				// The script gave the claimed item back, first in line.
 				q.core.SawPaused()
@@ -134,19 +149,48 @@ func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.
 	}
 }
 
+// awaitLimit waits as a limit of receive.lua asks: for the rate limit's
+// next start, or (one block at most) for a lease to end.
+func (q *Queue[T]) awaitLimit(ctx context.Context, l *store.Limited) error {
+	if l.Full {
+		block := q.core.Store.Client().Block(ctx)
+		_, err := queue.Wait(ctx, q.core, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, q.core.Store.WaitSlot(ctx, block)
+		}, nil)
+		return err
+	}
+	t := time.NewTimer(l.Wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.core.Closing():
+		return ErrClosed
+	}
+}
+
 // lease runs one receive script call; nil when nothing was ready.
-func (q *Queue[T]) lease(ctx context.Context, n int, claimed []byte, start time.Time, backoff func(int) time.Duration) ([]*Delivery[T], error) {
+func (q *Queue[T]) lease(ctx context.Context, n int, claimed []byte, start time.Time, backoff func(int) time.Duration, lim store.Limits) ([]*Delivery[T], error) {
 	vis := q.core.Cfg.Visibility
 	prefix := queue.NewToken()
 	sent := time.Now()
 	res, err := queue.Wait(ctx, q.core, func(ctx context.Context) ([]store.Leased, error) {
-		return q.core.Store.Lease(ctx, vis, n, prefix, claimed)
+		return q.core.Store.Lease(ctx, vis, n, prefix, claimed, lim)
 	}, q.releaseLate)
 	if err != nil {
 		return nil, err
 	}
+	replied := time.Now()
 	ds := make([]*Delivery[T], 0, len(res))
 	for _, r := range res {
+		if r.Expired {
+			q.core.Tel.Expired(ctx, 1)
+			q.core.Cfg.Logger.Debug("redelay: item past its TTL moved to the dead letters",
+				"queue", q.Name(), "id", string(r.Data))
+			continue
+		}
 		if r.Token == "" {
 			q.core.Tel.DeadLettered(ctx, 1)
 			q.core.Cfg.Logger.Warn("redelay: bytes that are no envelope moved to the dead letters",
@@ -157,6 +201,9 @@ func (q *Queue[T]) lease(ctx context.Context, n int, claimed []byte, start time.
 		if err != nil {
 			q.failReceived(ctx, d, err, backoff)
 			continue
+		}
+		if r.Start > 0 {
+			d.start = replied.Add(r.Start)
 		}
 		q.core.Tel.Received(ctx, start, d.ID, d.Attempt, d.DueAt, d.Headers)
 		ds = append(ds, d)

@@ -28,7 +28,7 @@ const batchPipeline = 8
 // been offered too).
 // Values due at the same time become ready in slice order. Each chunk is
 // idempotent on resend, like Offer. WithHeaders and WithPriority apply to
-// every item;
+// every item, and so do WithTTL;
 // WithID, WithReplace, WithDebounce and WithUniqueFor are refused
 // ([ErrInvalidArgument]).
 func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Duration, opts ...OfferOption) ([]string, error) {
@@ -50,12 +50,12 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)
 	}
 	ctx, span, trace := d.core.Tel.StartSendBatch(ctx, len(values), delay)
-	ids, err := d.offerBatch(ctx, values, delay, o.headers, trace, o.prio)
+	ids, err := d.offerBatch(ctx, values, delay, &o, trace)
 	d.core.Tel.Sent(ctx, span, len(ids), err)
 	return ids, err
 }
 
-func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, user, trace map[string]string, priority int) ([]string, error) {
+func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, o *offerOptions, trace map[string]string) ([]string, error) {
 	name := d.core.Name()
 	ids := make([]string, 0, len(values))
 	group := batchChunk * batchPipeline
@@ -85,7 +85,7 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			}
 			for i, v := range chunk {
 				id := queue.NewID()
-				env, err := d.core.Encode(id, v, user, trace, priority)
+				env, err := d.core.Encode(id, v, o.headers, trace, o.prio, o.ttl)
 				if err != nil {
 					release()
 					return ids, fmt.Errorf("offer batch %s: item %d: %w", name, gStart+cStart+i, err)

@@ -104,6 +104,7 @@ type offerOptions struct {
 	dupName string        // the option that set it, for errors
 	dupArg  time.Duration // the debounce's max wait or the unique window
 	prio    int
+	ttl     time.Duration
 	err     error // an option that cannot be used
 }
 
@@ -121,6 +122,9 @@ func (o *offerOptions) check() error {
 		return o.err
 	}
 	if err := queue.CheckPriority(o.prio); err != nil {
+		return err
+	}
+	if err := queue.CheckTTL(o.ttl); err != nil {
 		return err
 	}
 	if o.dup == 0 {
@@ -194,6 +198,15 @@ func WithPriority(p int) OfferOption {
 	return func(o *offerOptions) { o.prio = p }
 }
 
+// WithTTL gives the item a time to live after its due time: not delivered
+// by due time + d, it goes to the dead letters with the error "expired"
+// instead (see blocking.WithTTL). The deadline is fixed when the item is
+// offered: a Reschedule does not move it. It applies to every item of an
+// OfferBatch. Default: none; 1 ms to 10 years, else [ErrInvalidArgument].
+func WithTTL(d time.Duration) OfferOption {
+	return func(o *offerOptions) { o.ttl = d }
+}
+
 // WithHeaders attaches metadata to the item, seen by consumers in
 // Delivery.Headers; see blocking.WithHeaders for the rules.
 func WithHeaders(h map[string]string) OfferOption {
@@ -263,7 +276,7 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay ti
 
 // send offers v under id.
 func (d *Queue[T]) send(ctx context.Context, id string, v T, mode byte, us int64, o *offerOptions, trace map[string]string) error {
-	env, err := d.core.Encode(id, v, o.headers, trace, o.prio)
+	env, err := d.core.Encode(id, v, o.headers, trace, o.prio, o.ttl)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}

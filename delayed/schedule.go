@@ -124,7 +124,7 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w: %w", d.core.Name(), err, ErrInvalidArgument)
 	}
-	env, err := d.core.Encode("", v, map[string]string{HeaderSchedule: name}, nil, 0)
+	env, err := d.core.Encode("", v, map[string]string{HeaderSchedule: name}, nil, 0, 0)
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w", d.core.Name(), err)
 	}

@@ -42,6 +42,7 @@ const (
 	MetricAcked        = "redelay.messages.acked"             // counter, {message}
 	MetricNacked       = "redelay.messages.nacked"            // counter, {message}: given back for a retry
 	MetricDeadLettered = "redelay.messages.dead_lettered"     // counter, {message}
+	MetricExpired      = "redelay.messages.expired"           // counter, {message}: past their TTL, dead-lettered instead of delivered (also counted as dead-lettered)
 	MetricProcess      = "messaging.process.duration"         // histogram, s: Consume handler calls, with error.type when failed
 	MetricLateness     = "redelay.lateness"                   // histogram, s: delivery time minus due time
 	MetricDepth        = "redelay.queue.depth"                // gauge, {message}: items by redelay.queue.state

@@ -20,6 +20,7 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/tracing"
 )
 
 type bundle struct {
@@ -356,5 +357,53 @@ func TestMetrics(t *testing.T) {
 		if got, ok := depth[state]; !ok || got != v {
 			t.Errorf("depth %s = %d (present %v), want %d", state, got, ok, v)
 		}
+	}
+}
+
+// Items past their TTL are counted as expired (and dead-lettered), by
+// Receive and by Take.
+func TestExpiredMetric(t *testing.T) {
+	b, opts := setup(t)
+	rdb := redistest.Standalone(t)
+	name := redistest.QueueName(t)
+	q := blocking.New[int](rdb, name, opts...)
+	defer q.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := q.Offer(ctx, i, blocking.WithTTL(time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := q.Offer(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Offer(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Take(ctx); err != nil { // passes over item 0
+		t.Fatal(err)
+	}
+	d, err := q.Receive(ctx) // passes over items 1 and 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Ack(ctx)
+	var rm metricdata.ResourceMetrics
+	if err := b.reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, p := range d.DataPoints {
+					sums[m.Name] += p.Value
+				}
+			}
+		}
+	}
+	if sums[tracing.MetricExpired] != 3 || sums[tracing.MetricDeadLettered] != 3 {
+		t.Fatalf("expired %d, dead-lettered %d; want 3 and 3", sums[tracing.MetricExpired], sums[tracing.MetricDeadLettered])
 	}
 }

@@ -69,6 +69,13 @@ const ExtPriority = 1
 // MaxPriority is the highest priority an item can have.
 const MaxPriority = 9
 
+// ExtDeadline is the extension tag of an item's deadline (a TTL): 8 bytes,
+// big-endian. A producer writes the TTL in milliseconds (SetTTL); the offer
+// script replaces it with the deadline, the item's due time + TTL in Unix
+// ms, as it stamps the other times. A receive past the deadline
+// dead-letters the item as expired.
+const ExtDeadline = 2
+
 // Limits that keep a corrupt length from allocating wildly.
 const (
 	maxHeaders    = 1024
@@ -169,6 +176,29 @@ func (e *Envelope) SetPriority(p int) {
 		e.Ext = make(map[uint64][]byte, 1)
 	}
 	e.Ext[ExtPriority] = []byte{byte(p)}
+}
+
+// SetTTL gives e a time to live after its due time (see ExtDeadline); 0
+// or less removes it.
+func (e *Envelope) SetTTL(d time.Duration) {
+	if d <= 0 {
+		delete(e.Ext, ExtDeadline)
+		return
+	}
+	if e.Ext == nil {
+		e.Ext = make(map[uint64][]byte, 1)
+	}
+	e.Ext[ExtDeadline] = binary.BigEndian.AppendUint64(nil, uint64(max(d.Milliseconds(), 1)))
+}
+
+// Deadline returns when an item stored by an offer expires (ExtDeadline),
+// and false when it has no deadline.
+func (e *Envelope) Deadline() (time.Time, bool) {
+	v := e.Ext[ExtDeadline]
+	if len(v) != 8 {
+		return time.Time{}, false
+	}
+	return fromMs(binary.BigEndian.Uint64(v)), true
 }
 
 // IsEnvelope reports whether b can be an envelope of some version, past or
@@ -348,6 +378,17 @@ func fromMs(v uint64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(v))
+}
+
+// WithAttempt returns a copy of an encoded envelope of any version with its
+// attempt counter set to n (raw itself when it is not an envelope).
+func WithAttempt(raw []byte, n int) []byte {
+	if !IsEnvelope(raw) {
+		return raw
+	}
+	out := slices.Clone(raw)
+	binary.BigEndian.PutUint32(out[offAttempt:], uint32(max(n, 0)))
+	return out
 }
 
 // Attempt reads the attempt counter of an encoded envelope of any version

@@ -74,6 +74,8 @@ type Queue struct {
 	Claimed  string
 	Seen     string
 	Meta     string
+	Rate     string // WithRateLimit's next start
+	Slots    string // WithGlobalConcurrency's wake-ups
 	// Schedules holds the recurring schedules: name -> JSON state;
 	// ScheduleValues name -> the envelope each tick carries; ScheduleDue
 	// name -> when the schedule's next tick must be materialized (ms).
@@ -132,6 +134,8 @@ func build(name, tag, base string) Queue {
 		Claimed:        base + ":claimed",
 		Seen:           base + ":claimed:seen",
 		Meta:           base + ":meta",
+		Rate:           base + ":rate",
+		Slots:          base + ":slots",
 		Schedules:      base + ":schedules",
 		ScheduleValues: base + ":schedules:values",
 		ScheduleDue:    base + ":schedules:due",

@@ -158,7 +158,8 @@ if ready_count > 0 then
 end
 
 -- The stored envelope gets the server's times (its due time in ms, rounded
--- down); items of one call often share a due time, so its bytes are reused.
+-- down), and its deadline when it has a TTL; items of one call often share
+-- a due time, so its bytes are reused.
 local stamp = be64(now)
 local sub = string.sub
 local last_due, last_bytes
@@ -168,7 +169,7 @@ local function stamped(i)
     last_due, last_bytes = due_ms, be64(due_ms)
   end
   local env = ARGV[4 * i + 4]
-  return sub(env, 1, 1) .. stamp .. last_bytes .. sub(env, 18)
+  return stamp_deadline(sub(env, 1, 1) .. stamp .. last_bytes .. sub(env, 18), due_ms)
 end
 
 local ready = {}

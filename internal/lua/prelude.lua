@@ -245,6 +245,83 @@ local function remove_pending(kDelayed, kItems, id)
   return true
 end
 
+-- ext_value finds the extension field tag of a version 2 envelope
+-- (docs/format.md): the position and length of its value, or nil (another
+-- version, no such field, or bytes that do not parse).
+local function ext_value(env, tag)
+  if string.byte(env, 1) ~= 2 or #env <= ENV_HEADER then
+    return nil
+  end
+  local len, pos = read_uvarint(env, ENV_HEADER + 1)
+  if not len then
+    return nil
+  end
+  pos = pos + len
+  local count
+  count, pos = read_uvarint(env, pos)
+  if not count then
+    return nil
+  end
+  for _ = 1, count * 2 do
+    len, pos = read_uvarint(env, pos)
+    if not len then
+      return nil
+    end
+    pos = pos + len
+  end
+  count, pos = read_uvarint(env, pos)
+  if not count then
+    return nil
+  end
+  for _ = 1, count do
+    local t
+    t, pos = read_uvarint(env, pos)
+    if not t then
+      return nil
+    end
+    len, pos = read_uvarint(env, pos)
+    if not len or pos + len - 1 > #env then
+      return nil
+    end
+    if t == tag then
+      return pos, len
+    end
+    pos = pos + len
+  end
+  return nil
+end
+
+-- An item's deadline (blocking.WithTTL) is extension tag 2, 8 bytes: the
+-- producer writes the TTL in ms, and the offer stamps in its place the
+-- deadline, due time + TTL, Unix ms (stamp_deadline). Receiving an item past
+-- its deadline dead-letters it (expired).
+local TTL_TAG = 2
+
+-- stamp_deadline turns the TTL of env, due at due_ms, into its deadline.
+local function stamp_deadline(env, due_ms)
+  if string.byte(env, 1) ~= 2 then
+    return env
+  end
+  local pos, len = ext_value(env, TTL_TAG)
+  if not pos or len ~= 8 then
+    return env
+  end
+  local ttl = read_be32(env, pos) * 4294967296 + read_be32(env, pos + 4)
+  return string.sub(env, 1, pos - 1) .. be64(due_ms + ttl) .. string.sub(env, pos + 8)
+end
+
+-- expired tells whether env's deadline has passed at now (Unix ms).
+local function expired(env, now)
+  if string.byte(env, 1) ~= 2 then
+    return false
+  end
+  local pos, len = ext_value(env, TTL_TAG)
+  if not pos or len ~= 8 then
+    return false
+  end
+  return read_be32(env, pos) * 4294967296 + read_be32(env, pos + 4) < now
+end
+
 -- Priorities (docs/decisions.md "Priorities"). An item of priority 0 (the
 -- default) goes to the ready list as always; an item of priority 1..9 (an
 -- envelope extension, tag PRIO_TAG, one byte) goes to the queue's priority
@@ -284,50 +361,15 @@ local function prio()
   -- P.of reads the priority of an envelope: 0 unless it is a version 2
   -- envelope with a priority extension (newer versions: 0).
   function P.of(env)
-    if string.byte(env, 1) ~= 2 or #env <= ENV_HEADER then
+    local pos, len = ext_value(env, PRIO_TAG)
+    if not pos then
       return 0
     end
-    local len, pos = read_uvarint(env, ENV_HEADER + 1)
-    if not len then
+    local p = string.byte(env, pos)
+    if len ~= 1 or not p or p > PRIO_MAX then
       return 0
     end
-    pos = pos + len
-    local count
-    count, pos = read_uvarint(env, pos)
-    if not count then
-      return 0
-    end
-    for _ = 1, count * 2 do
-      len, pos = read_uvarint(env, pos)
-      if not len then
-        return 0
-      end
-      pos = pos + len
-    end
-    count, pos = read_uvarint(env, pos)
-    if not count then
-      return 0
-    end
-    for _ = 1, count do
-      local tag
-      tag, pos = read_uvarint(env, pos)
-      if not tag then
-        return 0
-      end
-      len, pos = read_uvarint(env, pos)
-      if not len then
-        return 0
-      end
-      if tag == PRIO_TAG then
-        local p = string.byte(env, pos)
-        if len ~= 1 or not p or p > PRIO_MAX then
-          return 0
-        end
-        return p
-      end
-      pos = pos + len
-    end
-    return 0
+    return p
   end
 
   -- P.any tells whether one of envs has a priority above 0.

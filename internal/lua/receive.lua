@@ -30,15 +30,35 @@
 -- KEYS[5] -> redelay:{q}:dead:ready LIST  bytes that are no envelope go here
 -- KEYS[6] -> redelay:{q}:meta       HASH  paused: lease nothing
 -- KEYS[7] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
+-- KEYS[8] -> redelay:{q}:rate       STRING when the next delivery may start, Unix µs
 -- ARGV[1] -> visibility timeout in ms
 -- ARGV[2] -> how many items at most
 -- ARGV[3] -> token prefix, unique to this call
 -- ARGV[4] -> the claimed item to lease first, or ''
+-- ARGV[5] -> the fleet's rate limit (blocking.WithRateLimit) as the
+--            interval between two delivery starts, µs; 0: none
+-- ARGV[6] -> with ARGV[5]: how far ahead of now starts may be handed out, µs
+-- ARGV[7] -> the fleet's concurrency (blocking.WithGlobalConcurrency): the
+--            most leases at once; 0: none
+--
+-- The limits. A delivery start is a slot on one timeline every process
+-- shares (KEYS[8], GCRA-style): the call leases at most as many items as
+-- there are slots from the next free one to now + ARGV[6], and returns
+-- when the first may start; the caller starts them one interval apart.
+-- With no slot that near, or every lease taken, nothing is leased (a
+-- claimed item goes back first in line) and the call says how long to
+-- wait.
 --
 -- Output: false when nothing was leased or dead-lettered; {'paused'} when
 --   the queue is paused (a claimed item went back to the head of the ready
---   list); otherwise a flat list of pairs, in delivery order: {token,
---   envelope} for a lease, {'', reason} for bytes moved to the dead letters.
+--   list); {'limited', 'r', µs} when the rate limit has no slot within
+--   ARGV[6] (wait that long), {'limited', 'c', ''} when ARGV[7] leases are
+--   held (wait for one to end); otherwise a flat list of pairs, in delivery order: {token,
+--   envelope} for a lease, {'', reason} for bytes moved to the dead letters,
+--   {'!', id} for an item past its deadline (blocking.WithTTL), moved to the
+--   dead letters with the error 'expired' instead of being leased; with a
+--   rate limit, the list ends with {'@', µs}: how long after now the first
+--   lease may start (the others follow one interval apart).
 
 local prefix, max = ARGV[3], tonumber(ARGV[2])
 local tok = function(i) return prefix .. string.format('%x', i) end
@@ -57,16 +77,42 @@ if redis.call('HEXISTS', KEYS[3], tok(0)) == 1 then
   return out
 end
 
--- Paused (pause.lua): hand nothing out; a claimed item goes back first in
--- line.
-if redis.call('HEXISTS', KEYS[6], 'paused') == 1 then
+-- give_back returns the claimed item, if any, to the head of the line.
+local function give_back()
   if ARGV[4] ~= '' then
     ready_check(KEYS[1], KEYS[7])
     if redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
       ready_push(KEYS[1], KEYS[7], nil, {ARGV[4]}, true) -- never of priority: it was in the ready list
     end
   end
+end
+
+-- Paused (pause.lua): hand nothing out; a claimed item goes back first in
+-- line.
+if redis.call('HEXISTS', KEYS[6], 'paused') == 1 then
+  give_back()
   return {'paused'}
+end
+
+local interval, limit = tonumber(ARGV[5]), tonumber(ARGV[7])
+if limit > 0 then
+  local room = limit - redis.call('ZCARD', KEYS[2])
+  if room <= 0 then
+    give_back()
+    return {'limited', 'c', ''}
+  end
+  max = math.min(max, room)
+end
+local us, next_start
+if interval > 0 then
+  us = now_us()
+  next_start = math.max(us, tonumber(redis.call('GET', KEYS[8]) or '0'))
+  local ahead = tonumber(ARGV[6])
+  if next_start - us > ahead then
+    give_back()
+    return {'limited', 'r', us_str(next_start - ahead - us)}
+  end
+  max = math.min(max, math.floor((us + ahead - next_start) / interval) + 1)
 end
 -- Type checks: every key written below is read first.
 redis.call('ZCARD', KEYS[2])
@@ -90,12 +136,17 @@ if #envs == 0 then
   return false
 end
 
-local deadline = now_ms() + tonumber(ARGV[1])
+local now = now_ms()
+local deadline = now + tonumber(ARGV[1])
 local out, leases, inflight, dead = {}, {}, {}, {}
 local n = 0
 for i = 1, #envs do
   local env = envs[i]
-  if is_envelope(env) then
+  if expired(env, now) then
+    dead[#dead + 1] = with_attempt(with_header(env, HEADER_ERROR, 'expired'), 0)
+    out[#out + 1] = '!'
+    out[#out + 1] = envelope_id(env) or ''
+  elseif is_envelope(env) then
     local token = tok(n)
     n = n + 1
     leases[#leases + 1] = deadline
@@ -116,5 +167,11 @@ end
 if n > 0 then
   redis.call('ZADD', KEYS[2], unpack(leases))
   redis.call('HSET', KEYS[3], unpack(inflight))
+  if interval > 0 then
+    local after = next_start + n * interval
+    redis.call('SET', KEYS[8], us_str(after), 'PX', math.floor((after - us) / 1000) + 1000)
+    out[#out + 1] = '@'
+    out[#out + 1] = us_str(next_start - us)
+  end
 end
 return out

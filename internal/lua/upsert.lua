@@ -102,7 +102,7 @@ if old then
 end
 
 local head = head_due(KEYS[1], KEYS[5]) -- without this item
-local stamped = string.sub(env, 1, 1) .. be64(enqueued) .. be64(math.floor(due_us / 1000)) .. string.sub(env, 18)
+local stamped = stamp_deadline(string.sub(env, 1, 1) .. be64(enqueued) .. be64(math.floor(due_us / 1000)) .. string.sub(env, 18), math.floor(due_us / 1000))
 if due_us <= us and head > due_us then
   if old then
     redis.call('HDEL', KEYS[2], id)

@@ -285,11 +285,12 @@ func CheckHeaders(h map[string]string) error {
 }
 
 // Encode marshals v and wraps it in an envelope with headers (the
-// producer's, then the trace context) and a priority (0..
-// envelope.MaxPriority, checked by the caller); the times are left for the
-// script to fill in from the server clock. The payload plus the headers
-// must fit the queue's max payload size.
-func (c *Core) Encode(id string, v any, user, trace map[string]string, priority int) ([]byte, error) {
+// producer's, then the trace context), a priority (0..
+// envelope.MaxPriority) and a TTL (0: none), both checked by the caller;
+// the times (and the deadline) are left for the script to fill in from the
+// server clock. The payload plus the headers must fit the queue's max
+// payload size.
+func (c *Core) Encode(id string, v any, user, trace map[string]string, priority int, ttl time.Duration) ([]byte, error) {
 	payload, err := c.Cfg.Codec.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode with %s codec: %w", c.Cfg.Codec.Name(), err)
@@ -317,6 +318,7 @@ func (c *Core) Encode(id string, v any, user, trace map[string]string, priority 
 	}
 	e := envelope.Envelope{ID: id, Headers: headers, Payload: payload}
 	e.SetPriority(priority)
+	e.SetTTL(ttl)
 	return e.Marshal(), nil
 }
 
@@ -456,6 +458,24 @@ func CheckPriority(p int) error {
 		return fmt.Errorf("priority %d out of range 0..%d: %w", p, envelope.MaxPriority, ErrInvalidArgument)
 	}
 	return nil
+}
+
+// MaxTTL bounds an item's time to live (WithTTL).
+const MaxTTL = 10 * 365 * 24 * time.Hour
+
+// CheckTTL validates an item's time to live: 0 (none), or 1 ms to MaxTTL.
+func CheckTTL(d time.Duration) error {
+	if d != 0 && (d < time.Millisecond || d > MaxTTL) {
+		return fmt.Errorf("TTL %v out of range (1ms to 10 years): %w", d, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Expired reports whether an envelope read from Redis is past its deadline
+// (a TTL) at now.
+func Expired(e envelope.Envelope, now time.Time) bool {
+	dl, ok := e.Deadline()
+	return ok && now.After(dl)
 }
 
 // CheckDelay validates a delay from now.

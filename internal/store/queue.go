@@ -262,6 +262,43 @@ func (q *Queue) WaitClaim(ctx context.Context, block time.Duration) ([]byte, err
 	return []byte(b), nil
 }
 
+// WaitSlot blocks for at most block until a consumer under the queue's
+// concurrency limit ends a lease (FreeSlots) and takes that wake-up: the
+// caller then tries to lease again. Waiting writes nothing.
+func (q *Queue) WaitSlot(ctx context.Context, block time.Duration) error {
+	var err error
+	if q.c.block > 0 {
+		err = q.c.do(ctx, true, "blpop", q.K.Slots, secs(block)).Err()
+	} else {
+		err = q.c.rdb.BLPop(ctx, time.Second, q.K.Slots).Err()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
+// FreeSlots wakes up to n consumers waiting in WaitSlot: n leases ended.
+// The list holds at most limit wake-ups (the concurrency limit), so ends
+// that nobody waited for cost one spare try each, and it expires when
+// unused.
+func (q *Queue) FreeSlots(ctx context.Context, n, limit int) error {
+	if n <= 0 {
+		return nil
+	}
+	ones := make([]any, n)
+	for i := range ones {
+		ones[i] = "1"
+	}
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.LPush(ctx, q.K.Slots, ones...)
+		p.LTrim(ctx, q.K.Slots, 0, int64(limit-1))
+		p.PExpire(ctx, q.K.Slots, time.Minute)
+		return nil
+	})
+	return err
+}
+
 // Confirm takes a claimed item for good (Take): false when it is no longer
 // in the claimed list. A resent Confirm finds nothing, so the caller tells
 // "already taken by my first send" from "given back by the reclaimer" by
@@ -298,10 +335,42 @@ func (q *Queue) DeadLetter(ctx context.Context, raw []byte) error {
 }
 
 // Leased is one entry of a Lease reply: a lease (Token set, Data the
-// envelope) or bytes moved to the dead letters (Token empty, Data why).
+// envelope), bytes moved to the dead letters (Token empty, Data why), or
+// an item past its deadline moved to the dead letters (Expired, Data its
+// ID).
 type Leased struct {
-	Token string
-	Data  []byte
+	Token   string
+	Data    []byte
+	Expired bool
+	// Start is how long after the reply the lease may start being
+	// handled (Limits.Interval); 0 without a rate limit.
+	Start time.Duration
+}
+
+// Limits are the fleet-wide limits of a Consume, applied by receive.lua.
+type Limits struct {
+	// Interval is the time between two delivery starts (WithRateLimit's
+	// per/n), 0 for none; Ahead how far ahead of now starts are handed
+	// out.
+	Interval, Ahead time.Duration
+	// Concurrency is the most leases the queue may hold at once
+	// (WithGlobalConcurrency), 0 for none.
+	Concurrency int
+}
+
+// Limited is Lease's error when a limit let nothing be leased (a claimed
+// item went back to the head of the line): wait Wait (the rate limit), or
+// for a lease to end (Full: the concurrency limit).
+type Limited struct {
+	Wait time.Duration
+	Full bool
+}
+
+func (e *Limited) Error() string {
+	if e.Full {
+		return "store: every lease the concurrency limit allows is held"
+	}
+	return fmt.Sprintf("store: rate limited for %v", e.Wait)
 }
 
 // ErrPaused is returned by Lease when the queue is paused: nothing was
@@ -311,13 +380,13 @@ var ErrPaused = errors.New("store: queue paused")
 // Lease runs receive.lua: leases up to max ready items for vis, with tokens
 // prefix+index, claimed first when not nil. nil when nothing was ready;
 // ErrPaused when the queue is paused.
-func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix string, claimed []byte) ([]Leased, error) {
+func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix string, claimed []byte, lim Limits) ([]Leased, error) {
 	k := q.K
 	if claimed == nil {
 		claimed = []byte{}
 	}
-	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio},
-		vis.Milliseconds(), max, prefix, claimed).StringSlice()
+	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio, k.Rate},
+		vis.Milliseconds(), max, prefix, claimed, lim.Interval.Microseconds(), lim.Ahead.Microseconds(), lim.Concurrency).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -327,12 +396,30 @@ func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix st
 	if len(res) == 1 && res[0] == "paused" {
 		return nil, ErrPaused
 	}
+	if len(res) == 3 && res[0] == "limited" {
+		us, _ := strconv.ParseInt(res[2], 10, 64)
+		return nil, &Limited{Full: res[1] == "c", Wait: time.Duration(us) * time.Microsecond}
+	}
 	if len(res)%2 != 0 {
 		return nil, fmt.Errorf("unexpected receive reply of %d values", len(res))
+	}
+	var start time.Duration // of the next lease
+	if n := len(res); n >= 2 && res[n-2] == "@" {
+		us, _ := strconv.ParseInt(res[n-1], 10, 64)
+		start = time.Duration(us) * time.Microsecond
+		res = res[:n-2]
 	}
 	out := make([]Leased, len(res)/2)
 	for i := range out {
 		out[i] = Leased{Token: res[2*i], Data: []byte(res[2*i+1])}
+		switch out[i].Token {
+		case "!":
+			out[i].Token, out[i].Expired = "", true
+		case "":
+		default:
+			out[i].Start = start
+			start += lim.Interval
+		}
 	}
 	return out, nil
 }

@@ -37,10 +37,10 @@ type Queue struct {
 	attrs                                            metric.MeasurementOption // system + destination, shared by every measurement
 	common                                           []attribute.KeyValue
 
-	sent, consumed, acked, nacked, dead, transferErrors metric.Int64Counter
-	process, lateness                                   metric.Float64Histogram
-	batch                                               metric.Int64Histogram
-	meter                                               metric.Meter
+	sent, consumed, acked, nacked, dead, expired, transferErrors metric.Int64Counter
+	process, lateness                                            metric.Float64Histogram
+	batch                                                        metric.Int64Histogram
+	meter                                                        metric.Meter
 }
 
 // New instruments the queue called name. Instrument creation errors (a
@@ -83,6 +83,7 @@ func New(cfg Config, name string) *Queue {
 	q.acked = counter(tracing.MetricAcked, "{message}", "Deliveries acked.")
 	q.nacked = counter(tracing.MetricNacked, "{message}", "Deliveries nacked, to be retried.")
 	q.dead = counter(tracing.MetricDeadLettered, "{message}", "Items moved to the dead letters.")
+	q.expired = counter(tracing.MetricExpired, "{message}", "Items past their TTL, dead-lettered instead of delivered.")
 	q.transferErrors = counter(tracing.MetricTransferErr, "{run}", "Failed transfer runs.")
 	var err error
 	if q.process, err = m.Float64Histogram(tracing.MetricProcess, metric.WithUnit("s"),
@@ -256,6 +257,15 @@ func (q *Queue) Nacked(ctx context.Context) {
 // DeadLettered counts items moved to the dead letters.
 func (q *Queue) DeadLettered(ctx context.Context, n int) {
 	if q != nil && n > 0 {
+		q.dead.Add(ctx, int64(n), q.attrs)
+	}
+}
+
+// Expired counts items past their TTL, moved to the dead letters instead
+// of being delivered (counted as dead-lettered too).
+func (q *Queue) Expired(ctx context.Context, n int) {
+	if q != nil && n > 0 {
+		q.expired.Add(ctx, int64(n), q.attrs)
 		q.dead.Add(ctx, int64(n), q.attrs)
 	}
 }
