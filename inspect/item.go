@@ -40,6 +40,10 @@ type Item struct {
 	// Priority is the item's priority, 0..blocking.MaxPriority
 	// (blocking.WithPriority).
 	Priority int
+	// Deadline is when the item expires (blocking.WithTTL): received after
+	// it, it goes to the dead letters instead; zero for an item without a
+	// TTL.
+	Deadline time.Time
 	// Headers are the producer's headers and redelay's, among them
 	// "redelay-error" (blocking.HeaderError): the last failure.
 	Headers map[string]string
@@ -98,6 +102,7 @@ func (v view) item(e store.Entry) Item {
 	} else {
 		it.ID, it.Attempt, it.Headers, it.Payload = env.ID, env.Attempt, env.Headers, env.Payload
 		it.EnqueuedAt, it.DueAt, it.Priority = env.EnqueuedAt, env.DueAt, env.Priority()
+		it.Deadline, _ = env.Deadline()
 		it.Value, it.DecodeError = v.decode(env.Payload)
 	}
 	switch v.state {
