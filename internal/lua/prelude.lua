@@ -297,29 +297,32 @@ end
 -- its deadline dead-letters it (expired).
 local TTL_TAG = 2
 
--- stamp_deadline turns the TTL of env, due at due_ms, into its deadline.
-local function stamp_deadline(env, due_ms)
+-- deadline_at returns where env's 8-byte deadline (or TTL) starts, and
+-- its value; nil when it has none.
+local function deadline_at(env)
   if string.byte(env, 1) ~= 2 then
-    return env
+    return nil
   end
   local pos, len = ext_value(env, TTL_TAG)
   if not pos or len ~= 8 then
+    return nil
+  end
+  return pos, read_be32(env, pos) * 4294967296 + read_be32(env, pos + 4)
+end
+
+-- stamp_deadline turns the TTL of env, due at due_ms, into its deadline.
+local function stamp_deadline(env, due_ms)
+  local pos, ttl = deadline_at(env)
+  if not pos then
     return env
   end
-  local ttl = read_be32(env, pos) * 4294967296 + read_be32(env, pos + 4)
   return string.sub(env, 1, pos - 1) .. be64(due_ms + ttl) .. string.sub(env, pos + 8)
 end
 
 -- expired tells whether env's deadline has passed at now (Unix ms).
 local function expired(env, now)
-  if string.byte(env, 1) ~= 2 then
-    return false
-  end
-  local pos, len = ext_value(env, TTL_TAG)
-  if not pos or len ~= 8 then
-    return false
-  end
-  return read_be32(env, pos) * 4294967296 + read_be32(env, pos + 4) < now
+  local pos, deadline = deadline_at(env)
+  return pos ~= nil and deadline < now
 end
 
 -- Priorities (docs/decisions.md "Priorities"). An item of priority 0 (the
