@@ -66,8 +66,7 @@ type OfferItem struct {
 // queue's bound (0: none): each item that does not fit is refused
 // (lua.OfferFull).
 func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, items []OfferItem) ([]int64, error) {
-	c := OfferCall{Lane: lane, Nonce: nonce, Bound: bound, Items: items}
-	res, err := q.c.eval(ctx, lua.Offer, q.offerKeys(&c), q.offerArgs(&c)...).Int64Slice()
+	res, err := q.c.eval(ctx, lua.Offer, q.offerKeys(lane, 0, ""), q.offerArgs(nonce, bound, 0, 0, items)...).Int64Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -77,20 +76,23 @@ func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, item
 	return res, nil
 }
 
-func (q *Queue) offerKeys(c *OfferCall) []string {
+// offerKeys are offer.lua's keys for a call on lane, of a bounded batch
+// with pass when batch > 0.
+func (q *Queue) offerKeys(lane string, batch int, pass string) []string {
 	k := q.K
-	pass := k.Meta // any key of the queue: unused without a batch
-	if c.Batch > 0 {
-		pass = k.Pass(c.Pass)
+	passKey := k.Meta // any key of the queue: unused without a batch
+	if batch > 0 {
+		passKey = k.Pass(pass)
 	}
-	return []string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(c.Lane), k.Prio, pass}
+	return []string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Prio, passKey}
 }
 
-func (q *Queue) offerArgs(c *OfferCall) []any {
-	argv := make([]any, 6, 6+4*len(c.Items))
-	argv[0], argv[1], argv[2] = q.K.Wake, c.Nonce, LaneTTL.Milliseconds()
-	argv[3], argv[4], argv[5] = c.Bound, c.Batch, c.Offset
-	for _, it := range c.Items {
+// offerArgs are offer.lua's arguments (see OfferCall for the bound's).
+func (q *Queue) offerArgs(nonce string, bound int64, batch, offset int, items []OfferItem) []any {
+	argv := make([]any, 6, 6+4*len(items))
+	argv[0], argv[1], argv[2] = q.K.Wake, nonce, LaneTTL.Milliseconds()
+	argv[3], argv[4], argv[5] = bound, batch, offset
+	for _, it := range items {
 		argv = append(argv, it.ID, it.Env, string(it.Mode), it.US)
 	}
 	return argv
@@ -142,7 +144,7 @@ func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic b
 		}
 		cmds := make([]*redis.Cmd, len(calls))
 		for i, c := range calls {
-			cmds[i] = lua.Offer.EvalSha(ctx, pipe, q.offerKeys(c), q.offerArgs(c)...)
+			cmds[i] = lua.Offer.EvalSha(ctx, pipe, q.offerKeys(c.Lane, c.Batch, c.Pass), q.offerArgs(c.Nonce, c.Bound, c.Batch, c.Offset, c.Items)...)
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command
 		return cmds
