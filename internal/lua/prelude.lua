@@ -245,84 +245,122 @@ local function remove_pending(kDelayed, kItems, id)
   return true
 end
 
--- ext_value finds the extension field tag of a version 2 envelope
--- (docs/format.md): the position and length of its value, or nil (another
--- version, no such field, or bytes that do not parse).
-local function ext_value(env, tag)
-  if string.byte(env, 1) ~= 2 or #env <= ENV_HEADER then
-    return nil
+local extra_fns
+-- extra returns the helpers of features a queue may not use (extension
+-- fields, deadlines, bounds), built on first use like prio(): a script
+-- that never needs them does not pay for creating them.
+local function extra()
+  if extra_fns then
+    return extra_fns
   end
-  local len, pos = read_uvarint(env, ENV_HEADER + 1)
-  if not len then
-    return nil
-  end
-  pos = pos + len
-  local count
-  count, pos = read_uvarint(env, pos)
-  if not count then
-    return nil
-  end
-  for _ = 1, count * 2 do
-    len, pos = read_uvarint(env, pos)
+  local X = {}
+
+  -- X.ext_value finds the extension field tag of a version 2 envelope
+  -- (docs/format.md): the position and length of its value, or nil
+  -- (another version, no such field, or bytes that do not parse).
+  function X.ext_value(env, tag)
+    if string.byte(env, 1) ~= 2 or #env <= ENV_HEADER then
+      return nil
+    end
+    local len, pos = read_uvarint(env, ENV_HEADER + 1)
     if not len then
       return nil
     end
     pos = pos + len
-  end
-  count, pos = read_uvarint(env, pos)
-  if not count then
-    return nil
-  end
-  for _ = 1, count do
-    local t
-    t, pos = read_uvarint(env, pos)
-    if not t then
+    local count
+    count, pos = read_uvarint(env, pos)
+    if not count then
       return nil
     end
-    len, pos = read_uvarint(env, pos)
-    if not len or pos + len - 1 > #env then
+    for _ = 1, count * 2 do
+      len, pos = read_uvarint(env, pos)
+      if not len then
+        return nil
+      end
+      pos = pos + len
+    end
+    count, pos = read_uvarint(env, pos)
+    if not count then
       return nil
     end
-    if t == tag then
-      return pos, len
+    for _ = 1, count do
+      local t
+      t, pos = read_uvarint(env, pos)
+      if not t then
+        return nil
+      end
+      len, pos = read_uvarint(env, pos)
+      if not len or pos + len - 1 > #env then
+        return nil
+      end
+      if t == tag then
+        return pos, len
+      end
+      pos = pos + len
     end
-    pos = pos + len
-  end
-  return nil
-end
-
--- An item's deadline (blocking.WithTTL) is extension tag 2, 8 bytes: the
--- producer writes the TTL in ms, and the offer stamps in its place the
--- deadline, due time + TTL, Unix ms (stamp_deadline). Receiving an item past
--- its deadline dead-letters it (expired).
-local TTL_TAG = 2
-
--- deadline_at returns where env's 8-byte deadline (or TTL) starts, and
--- its value; nil when it has none.
-local function deadline_at(env)
-  if string.byte(env, 1) ~= 2 then
     return nil
   end
-  local pos, len = ext_value(env, TTL_TAG)
-  if not pos or len ~= 8 then
-    return nil
+
+  -- An item's deadline (blocking.WithTTL) is extension tag 2, 8 bytes:
+  -- the producer writes the TTL in ms, and the offer stamps in its place
+  -- the deadline, due time + TTL, Unix ms (X.stamp_deadline). Receiving an
+  -- item past its deadline dead-letters it (expired).
+  local TTL_TAG = 2
+
+  -- deadline_at returns where env's 8-byte deadline (or TTL) starts, and
+  -- its value; nil when it has none.
+  local function deadline_at(env)
+    local pos, len = X.ext_value(env, TTL_TAG)
+    if not pos or len ~= 8 then
+      return nil
+    end
+    return pos, read_be32(env, pos) * 4294967296 + read_be32(env, pos + 4)
   end
-  return pos, read_be32(env, pos) * 4294967296 + read_be32(env, pos + 4)
+
+  -- X.stamp_deadline turns the TTL of env, due at due_ms, into its
+  -- deadline.
+  function X.stamp_deadline(env, due_ms)
+    local pos, ttl = deadline_at(env)
+    if not pos then
+      return env
+    end
+    return string.sub(env, 1, pos - 1) .. be64(due_ms + ttl) .. string.sub(env, pos + 8)
+  end
+
+  -- X.expired tells whether env's deadline has passed at now (Unix ms).
+  function X.expired(env, now)
+    local pos, deadline = deadline_at(env)
+    return pos ~= nil and deadline < now
+  end
+
+  -- X.queue_length is what a queue's bound (blocking.WithMaxSize)
+  -- counts: the items pending (delayed and retry) and ready (the list,
+  -- less the priority marker at its tail, and the priority set).
+  function X.queue_length(kDelayed, kRetry, kReady, kPrio)
+    local prio = redis.call('ZCARD', kPrio)
+    local n = redis.call('ZCARD', kDelayed) + redis.call('ZCARD', kRetry) + redis.call('LLEN', kReady) + prio
+    if prio > 0 then
+      n = n - 1
+    end
+    return n
+  end
+
+  extra_fns = X
+  return X
 end
 
--- stamp_deadline turns the TTL of env, due at due_ms, into its deadline.
+-- stamp_deadline is extra().stamp_deadline for an envelope that may have a
+-- deadline (version 2), env itself otherwise: the check costs a byte.
 local function stamp_deadline(env, due_ms)
-  local pos, ttl = deadline_at(env)
-  if not pos then
+  if string.byte(env, 1) ~= 2 then
     return env
   end
-  return string.sub(env, 1, pos - 1) .. be64(due_ms + ttl) .. string.sub(env, pos + 8)
+  return extra().stamp_deadline(env, due_ms)
 end
 
--- expired tells whether env's deadline has passed at now (Unix ms).
+-- expired is extra().expired, as cheap for a version 1 envelope.
 local function expired(env, now)
-  local pos, deadline = deadline_at(env)
-  return pos ~= nil and deadline < now
+  return string.byte(env, 1) == 2 and extra().expired(env, now)
 end
 
 -- Priorities (docs/decisions.md "Priorities"). An item of priority 0 (the
@@ -364,7 +402,7 @@ local function prio()
   -- P.of reads the priority of an envelope: 0 unless it is a version 2
   -- envelope with a priority extension (newer versions: 0).
   function P.of(env)
-    local pos, len = ext_value(env, PRIO_TAG)
+    local pos, len = extra().ext_value(env, PRIO_TAG)
     if not pos then
       return 0
     end
@@ -489,18 +527,6 @@ local function prio()
 
   prio_fns = P
   return P
-end
-
--- queue_length is what a queue's bound (blocking.WithMaxSize) counts: the
--- items pending (delayed and retry) and ready (the list, less the priority
--- marker at its tail, and the priority set).
-local function queue_length(kDelayed, kRetry, kReady, kPrio)
-  local prio = redis.call('ZCARD', kPrio)
-  local n = redis.call('ZCARD', kDelayed) + redis.call('ZCARD', kRetry) + redis.call('LLEN', kReady) + prio
-  if prio > 0 then
-    n = n - 1
-  end
-  return n
 end
 
 -- ready_push makes envs ready: those of priority 0 go to the ready list,

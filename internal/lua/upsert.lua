@@ -79,7 +79,7 @@ end
 if (old and dup == 'U') or unique_held then
   return finish(0)
 end
-if not old and ARGV[10] ~= '0' and queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[8]) >= tonumber(ARGV[10]) then
+if not old and ARGV[10] ~= '0' and extra().queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[8]) >= tonumber(ARGV[10]) then
   return finish(5)
 end
 
