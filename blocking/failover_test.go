@@ -74,6 +74,8 @@ func foBaseKind(s string) string {
 		return "i/o timeout"
 	case strings.Contains(s, "lease lost"):
 		return "lease lost"
+	case strings.Contains(s, "not confirmed by replicas"):
+		return "ErrNotReplicated"
 	}
 	if len(s) > 60 {
 		s = s[:60] + "…"
