@@ -165,16 +165,19 @@ func (q *Queue) pipelineOnMaster(ctx context.Context, key string, fill func(p re
 	}
 }
 
-// didNotRun reports whether an error reply says a cluster node did not run
-// the command and another try may succeed: the slot moved (MOVED) or is
-// moving (ASK, TRYAGAIN), or the cluster is failing over (CLUSTERDOWN).
+// didNotRun reports whether an error reply says the server did not run
+// the command (a script: wrote nothing) and another try may succeed: the
+// slot moved (MOVED) or is moving (ASK, TRYAGAIN), the cluster is failing
+// over (CLUSTERDOWN), the server became a replica (READONLY: a script
+// stops at its first write, and a replica refuses every write) or is
+// loading its data (LOADING).
 func didNotRun(err error) bool {
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
 		return false
 	}
 	s := err.Error()
-	for _, p := range []string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN"} {
+	for _, p := range []string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "LOADING"} {
 		if strings.HasPrefix(s, p) {
 			return true
 		}
