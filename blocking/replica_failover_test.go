@@ -350,9 +350,9 @@ func (l *raLoad) finish(what string, fault, over time.Time) {
 // drains. The sentinels promote the replica; the new master has no
 // replica until the killed one is restarted and made a replica of it, so
 // meanwhile offers are stored but return ErrNotReplicated (after the
-// timeout, which also slows acks, hence consumers, to a crawl). No offer that returned nil may
-// be lost; consumers must resume on their own, and delayed items due
-// after the failover must fire.
+// timeout, which also slows acks, hence consumers, to a crawl). No offer
+// that returned nil may be lost; consumers must resume on their own, and
+// delayed items due after the failover must fire.
 func TestSentinelKillWithReplicaAck(t *testing.T) {
 	s := redistest.StartSentinel(t)
 	rdb := s.Client(t)
@@ -391,6 +391,24 @@ func TestSentinelKillWithReplicaAck(t *testing.T) {
 		switched.Sub(fault).Round(10*time.Millisecond), rejoined.Sub(fault).Round(10*time.Millisecond))
 	foSleepUntil(rejoined.Add(raAfter))
 	l.finish("sentinel kill", fault, switched)
+}
+
+// TestSentinelForcedFailoverWithReplicaAck forces a failover (SENTINEL
+// FAILOVER) under the same load. Without WithReplicaAck this is the case
+// that loses acknowledged offers (TestSentinelFailoverLosesUnreplicatedWrites:
+// the former master goes on acknowledging writes after the promotion,
+// until the client switches); with it, those writes are not confirmed
+// (their replica became a master and no longer copies them), so they
+// return ErrNotReplicated, and no offer that returned nil may be lost.
+func TestSentinelForcedFailoverWithReplicaAck(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	l := raStart(t, s.Client(t))
+	foSleepUntil(time.Now().Add(raWarmup))
+	fault := time.Now()
+	s.Failover(t) // returns when the former master is a replica in sync
+	over := time.Now()
+	foSleepUntil(over.Add(raAfter))
+	l.finish("sentinel forced failover", fault, over)
 }
 
 // TestClusterReplicaAckFailoverAndSlotMove runs two faults on one cluster
@@ -437,16 +455,7 @@ func TestClusterReplicaAckFailoverAndSlotMove(t *testing.T) {
 		l := raStart(t, rdb)
 		foSleepUntil(time.Now().Add(raWarmup))
 		master := masterOf(l.name)
-		id, err := admin(master).ClusterMyID(ctx).Result()
-		if err != nil {
-			t.Fatalf("CLUSTER MYID on %s: %v", master, err)
-		}
-		lines, err := admin(master).Do(ctx, "CLUSTER", "REPLICAS", id).StringSlice()
-		if err != nil || len(lines) != 1 {
-			t.Fatalf("CLUSTER REPLICAS of %s = %v, %v; want one", master, lines, err)
-		}
-		replica := strings.Fields(lines[0])[1]
-		replica = replica[:strings.IndexByte(replica, '@')]
+		replica := replicaOf(ctx, t, admin(master))
 		slot := redisSlot(ctx, t, admin(master), l.name)
 		fault := time.Now()
 		if err := admin(replica).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
@@ -548,6 +557,54 @@ func TestClusterReplicaAckFailoverAndSlotMove(t *testing.T) {
 		l.finish("slot move", fault, over)
 		replies("slot move", fault)
 	})
+
+	// WAIT goes to the master of the queue's slot, on the write's
+	// connection: with that master's replica killed, its queue's offers
+	// are not confirmed, while a queue on another master's are.
+	t.Run("routing", func(t *testing.T) {
+		name := redistest.QueueName(t)
+		master := masterOf(name)
+		other := redistest.QueueName(t)
+		for masterOf(other) == master {
+			other = redistest.QueueName(t)
+		}
+		replica := replicaOf(ctx, t, admin(master))
+		if err := cl.Node(replica).Kill(); err != nil {
+			t.Fatalf("killing %s: %v", replica, err)
+		}
+		for _, c := range []struct {
+			name string
+			want error
+		}{{name, blocking.ErrNotReplicated}, {other, nil}} {
+			q := blocking.New[string](rdb, c.name, blocking.WithReplicaAck(1, 200*time.Millisecond))
+			t.Cleanup(func() { _ = q.Close() })
+			if _, err := q.Offer(ctx, "x"); !errors.Is(err, c.want) {
+				t.Errorf("Offer to %s (on %s; the replica of %s killed) = %v, want %v", c.name, masterOf(c.name), master, err, c.want)
+			}
+			d, err := q.Receive(ctx)
+			if err != nil {
+				t.Fatalf("Receive from %s: %v", c.name, err)
+			}
+			if err := d.Ack(ctx); !errors.Is(err, c.want) {
+				t.Errorf("Ack in %s = %v, want %v", c.name, err, c.want)
+			}
+		}
+	})
+}
+
+// replicaOf returns the address of the replica of the master at addr.
+func replicaOf(ctx context.Context, t *testing.T, master *redis.Client) string {
+	t.Helper()
+	id, err := master.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER MYID on %s: %v", master.Options().Addr, err)
+	}
+	lines, err := master.Do(ctx, "CLUSTER", "REPLICAS", id).StringSlice()
+	if err != nil || len(lines) != 1 {
+		t.Fatalf("CLUSTER REPLICAS of %s = %v, %v; want one", master.Options().Addr, lines, err)
+	}
+	addr := strings.Fields(lines[0])[1]
+	return addr[:strings.IndexByte(addr, '@')]
 }
 
 // redisSlot returns the hash slot of the queue called name.
