@@ -108,6 +108,13 @@ func (c *foTally) add(kind string, at time.Time) {
 	}
 }
 
+// reset forgets every event.
+func (c *foTally) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n, c.first, c.last = nil, time.Time{}, time.Time{}
+}
+
 func (c *foTally) total() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -429,7 +429,7 @@ func TestClusterReplicaAckFailoverAndSlotMove(t *testing.T) {
 	replies := func(what string, since time.Time) {
 		t.Logf("replica ack (%s): error replies the nodes sent the client (redirects go-redis followed, and calls redelay sent again, included): %s, %s",
 			what, hook.replies.String(), hook.replies.window(since))
-		hook.replies = foTally{}
+		hook.replies.reset()
 	}
 	admins := map[string]*redis.Client{}
 	admin := func(addr string) *redis.Client {
