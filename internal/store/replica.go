@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -87,12 +88,22 @@ func (q *Queue) replicatedEval(ctx context.Context, s *redis.Script, keys []stri
 	return cmd, q.ack.check(wait)
 }
 
-// send queues WAIT in p.
+// send queues WAIT in p. It is marked not to be resent, which keeps
+// go-redis from sending the whole pipeline again after a lost reply: WAIT
+// counts the writes of its own connection, so on a new connection, after
+// a resent write that found its work done and wrote nothing, it would
+// confirm at once what the first connection wrote.
 func (a *replicaAck) send(ctx context.Context, p redis.Pipeliner) *redis.IntCmd {
 	cmd := redis.NewIntCmd(ctx, "wait", a.n, a.timeout.Milliseconds())
-	_ = p.Process(ctx, cmd)
+	_ = p.Process(ctx, noRetryInt{cmd})
 	return cmd
 }
+
+// noRetryInt marks an IntCmd that go-redis must not resend.
+type noRetryInt struct{ *redis.IntCmd }
+
+// NoRetry implements redis.Cmder.
+func (noRetryInt) NoRetry() bool { return true }
 
 // check turns WAIT's reply into nil or an error wrapping ErrNotReplicated.
 func (a *replicaAck) check(wait *redis.IntCmd) error {
@@ -120,8 +131,11 @@ const replicaRetries = 12
 // whether they ran; when one says NOSCRIPT, the pipeline is sent again
 // with whole scripts. A reply that says the
 // commands did not run on that node (MOVED or ASK: the slot moved or is
-// moving; TRYAGAIN, CLUSTERDOWN) makes the cluster client reload its slot
-// map, and the pipeline is sent again after a pause, within tryAgainFor.
+// moving; TRYAGAIN, CLUSTERDOWN; see didNotRun) makes the cluster client
+// reload its slot map, and the pipeline is sent again after a pause,
+// within tryAgainFor; so is one that could not be sent (notSent). Any
+// other failure is left in the commands for the caller: go-redis does not
+// resend the pipeline (see replicaAck.send).
 func (q *Queue) pipelineOnMaster(ctx context.Context, key string, fill func(p redis.Pipeliner, whole bool) []redis.Cmder) error {
 	cc, cluster := q.c.rdb.(*redis.ClusterClient)
 	deadline := time.Now().Add(tryAgainFor)
@@ -153,7 +167,7 @@ func (q *Queue) pipelineOnMaster(ctx context.Context, key string, fill func(p re
 		case !noscript && redis.HasErrorPrefix(first, "NOSCRIPT"):
 			noscript = true
 			continue
-		case !didNotRun(first) || attempt >= replicaRetries || time.Now().After(deadline):
+		case !didNotRun(first) && !notSent(first), attempt >= replicaRetries, time.Now().After(deadline):
 			return nil // the caller reads the command's error
 		}
 		if cluster {
@@ -183,6 +197,14 @@ func didNotRun(err error) bool {
 		}
 	}
 	return false
+}
+
+// notSent reports whether err says a pipeline was never sent: no
+// connection could be made (go-redis retries that itself, but not for a
+// pipeline with a command it must not resend).
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // tryAgainFor bounds how long a call is sent again while replies say it
