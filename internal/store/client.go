@@ -118,7 +118,7 @@ func (c *Client) do(ctx context.Context, retry bool, args ...any) *redis.Cmd {
 }
 
 // eval runs s with EVALSHA, then EVAL when the server does not know it,
-// and again while a cluster node answers that it did not run it (see
+// and again while the server answers that it did not run it (see
 // didNotRun), for at most tryAgainFor.
 func (c *Client) eval(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := c.evalTry(ctx, s, keys, args...)

@@ -117,11 +117,6 @@ func (a *replicaAck) check(wait *redis.IntCmd) error {
 	return nil
 }
 
-// replicaRetries bounds how many times a replicated write is sent again
-// after a reply that says it did not run (MOVED, ASK, TRYAGAIN,
-// CLUSTERDOWN, NOSCRIPT).
-const replicaRetries = 12
-
 // pipelineOnMaster sends the commands fill queues, on one connection to
 // the master that serves key: the client's own for a *redis.Client (a
 // failover client included); for a *redis.ClusterClient, the node that
@@ -129,12 +124,12 @@ const replicaRetries = 12
 // keyless WAIT to some other node. fill queues the commands (scripts as
 // EVALSHA, or as EVAL when whole) and returns those whose replies say
 // whether they ran; when one says NOSCRIPT, the pipeline is sent again
-// with whole scripts. A reply that says the
-// commands did not run on that node (MOVED or ASK: the slot moved or is
-// moving; TRYAGAIN, CLUSTERDOWN; see didNotRun) makes the cluster client
-// reload its slot map, and the pipeline is sent again after a pause,
-// within tryAgainFor; so is one that could not be sent (notSent). Any
-// other failure is left in the commands for the caller: go-redis does not
+// with whole scripts. A reply that says the commands did not run there
+// (MOVED or ASK: the slot moved or is moving; TRYAGAIN, CLUSTERDOWN,
+// READONLY, LOADING; see didNotRun) makes a cluster client reload its
+// slot map, and the pipeline is sent again after a pause, for at most
+// tryAgainFor; so is one that could not be sent (notSent). Any other
+// failure is left in the commands for the caller: go-redis does not
 // resend the pipeline (see replicaAck.send).
 func (q *Queue) pipelineOnMaster(ctx context.Context, key string, fill func(p redis.Pipeliner, whole bool) []redis.Cmder) error {
 	cc, cluster := q.c.rdb.(*redis.ClusterClient)
@@ -167,7 +162,7 @@ func (q *Queue) pipelineOnMaster(ctx context.Context, key string, fill func(p re
 		case !noscript && redis.HasErrorPrefix(first, "NOSCRIPT"):
 			noscript = true
 			continue
-		case !didNotRun(first) && !notSent(first), attempt >= replicaRetries, time.Now().After(deadline):
+		case !didNotRun(first) && !notSent(first), time.Now().After(deadline):
 			return nil // the caller reads the command's error
 		}
 		if cluster {
