@@ -576,7 +576,7 @@ func TestClusterReplicaAckFailoverAndSlotMove(t *testing.T) {
 			name string
 			want error
 		}{{name, blocking.ErrNotReplicated}, {other, nil}} {
-			q := blocking.New[string](rdb, c.name, blocking.WithReplicaAck(1, 200*time.Millisecond))
+			q := blocking.New[string](rdb, c.name, blocking.WithReplicaAck(1, 500*time.Millisecond))
 			t.Cleanup(func() { _ = q.Close() })
 			if _, err := q.Offer(ctx, "x"); !errors.Is(err, c.want) {
 				t.Errorf("Offer to %s (on %s; the replica of %s killed) = %v, want %v", c.name, masterOf(c.name), master, err, c.want)
