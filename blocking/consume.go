@@ -586,6 +586,10 @@ func (c *consumer[T]) handle(d *Delivery[T]) {
 		return
 	}
 	log := c.q.core.Cfg.Logger.With("queue", c.q.Name(), "id", d.ID, "attempt", d.Attempt)
+	if errors.Is(settleErr, ErrNotReplicated) {
+		log.Warn("redelay: delivery settled on the master, not confirmed by replicas in time; after a failover it may be delivered again", "err", settleErr)
+		return
+	}
 	if errors.Is(settleErr, ErrLeaseLost) {
 		log.Warn("redelay: lease lost before the handler finished; the item may be delivered again", "handler_err", err)
 		return

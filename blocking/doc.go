@@ -69,6 +69,15 @@
 // while offers, transfers and lease reclaiming go on. Package inspect does
 // the same for tools that do not know T.
 //
+// # Failovers
+//
+// Redis replicates asynchronously, so a failover can lose writes the master
+// acknowledged. [WithReplicaAck] makes offers, acks and nacks wait until
+// replicas confirm them (WAIT, in the same round trip): a nil error then
+// means the write is on the replicas too, and [ErrNotReplicated] means it
+// was done on the master only. docs/reliability.md measures what a
+// Sentinel failover, a Cluster failover and a slot move cost a queue.
+//
 // # Resends
 //
 // go-redis sends a command again when its reply is lost. Every call of the

@@ -33,6 +33,13 @@ var (
 	// another consumer), or the delivery was already settled or given
 	// back. Nothing was changed.
 	ErrLeaseLost = errors.New("redelay: lease lost")
+	// ErrNotReplicated: a write of a queue made WithReplicaAck was done on
+	// the master, but fewer replicas than asked confirmed it within the
+	// timeout. An offer returns its ID with it (the item is stored); an
+	// ack or nack with it settled the delivery. The write is lost only if
+	// the master fails before a replica copies it. See [WithReplicaAck]
+	// for what to do.
+	ErrNotReplicated = queue.ErrNotReplicated
 )
 
 // HeaderError is the Delivery header that holds an item's last failure: the

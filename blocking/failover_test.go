@@ -74,6 +74,8 @@ func foBaseKind(s string) string {
 		return "i/o timeout"
 	case strings.Contains(s, "lease lost"):
 		return "lease lost"
+	case strings.Contains(s, "not confirmed by replicas"):
+		return "ErrNotReplicated"
 	}
 	if len(s) > 60 {
 		s = s[:60] + "…"
@@ -104,6 +106,13 @@ func (c *foTally) add(kind string, at time.Time) {
 	if at.After(c.last) {
 		c.last = at
 	}
+}
+
+// reset forgets every event.
+func (c *foTally) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n, c.first, c.last = nil, time.Time{}, time.Time{}
 }
 
 func (c *foTally) total() int {

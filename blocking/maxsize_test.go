@@ -230,3 +230,32 @@ func TestMaxSizeOption(t *testing.T) {
 		}
 	}
 }
+
+// A bounded batch with replica acknowledgement runs as one transaction and
+// is confirmed by WAIT after it: on the replica when OfferBatch returns,
+// whole or not at all.
+func TestMaxSizeBatchWithReplicaAck(t *testing.T) {
+	master := redistest.StartServer(t)
+	replica := redistest.StartReplica(t, master)
+	rdb, rr := master.Client(t), replica.Client(t)
+	ctx := context.Background()
+	name := redistest.QueueName(t)
+	q := blocking.New[int](rdb, name, blocking.WithMaxSize(1000), blocking.WithReplicaAck(1, 2*time.Second))
+	defer q.Close()
+	dq := delayed.New(q, delayed.WithoutTransfer())
+	defer dq.Close()
+	ids, err := dq.OfferBatch(ctx, make([]int, 900), time.Hour)
+	if err != nil || len(ids) != 900 {
+		t.Fatalf("batch of 900 under a bound of 1000: %d ids, %v", len(ids), err)
+	}
+	if n := rr.ZCard(ctx, redistest.KeysOf(name).Delayed).Val(); n != 900 {
+		t.Fatalf("the replica holds %d items when OfferBatch returned, want 900", n)
+	}
+	ids, err = dq.OfferBatch(ctx, make([]int, 600), time.Hour)
+	if !errors.Is(err, delayed.ErrQueueFull) || len(ids) != 0 {
+		t.Fatalf("batch past the bound: %d ids, %v", len(ids), err)
+	}
+	if n := msCount(t, rdb, name); n != 900 {
+		t.Fatalf("after a refused batch the master holds %d, want 900", n)
+	}
+}

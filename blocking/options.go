@@ -155,6 +155,47 @@ func WithMaxSize(n int64) Option {
 	}
 }
 
+// WithReplicaAck makes every write that hands an item over wait until
+// replicas confirm it: each offer (Offer; and delayed.Queue's Offer,
+// OfferAt and OfferBatch, duplicate modes included), Delivery.Ack,
+// Delivery.Nack, and the acks and nacks of Consume return only after
+// `WAIT replicas timeout`, sent on the connection that made the write
+// and in the same round trip, reports that at least replicas replicas
+// have it. Redis replicates asynchronously, so without it a failover can
+// lose writes the master acknowledged (an offer that returned nil, an
+// ack that comes back as a second delivery); with it, a nil error means
+// the write is on replicas+1 servers. Reads, Take, Receive and the
+// background work (transfers, lease extension and reclaim) do not wait.
+// Default: off (writes do not wait, and cost nothing more).
+//
+// When WAIT does not confirm the write within timeout, the call returns
+// an error wrapping [ErrNotReplicated]: the write was done on the master
+// (an offer returns its ID with the error, an ack or nack settled the
+// delivery), and is lost only if the master fails before a replica copies
+// it. What to do: treat it as a warning that durability is degraded
+// (replicas down or lagging), not as a failed write; do not blindly offer
+// again, which would store the item twice, unless the item has an ID
+// (WithID) and duplicates are harmless; alert, and for items that must
+// survive a failover, check later that they are there (delayed.Queue.Get,
+// or an ID-keyed offer again with delayed.WithID, which reports
+// ErrDuplicate while it is pending).
+//
+// WAIT costs a round trip's wait for the slowest needed replica (on
+// loopback, docs/reliability.md measures it). replicas must be at least 1;
+// timeout must be positive, at most a minute, and fit in the client's
+// ReadTimeout less 150 ms (WAIT's reply must come within the read
+// timeout); otherwise the queue is invalid ([ErrInvalidQueue] naming the
+// problem). On a *redis.ClusterClient the write and WAIT go to the master
+// that serves the queue's slot. WAIT confirms that replicas received the
+// write, not that they wrote it to disk.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(o *options) {
+		o.cfg.ReplicaAck = replicas
+		o.cfg.ReplicaAckTimeout = timeout
+		o.cfg.ReplicaAckSet = true
+	}
+}
+
 // WithTracerProvider sets where the queue's spans go. Default: the otel
 // global TracerProvider (a no-op until the application installs an SDK).
 // See package tracing for the spans. nil means the default.

@@ -127,8 +127,10 @@ const MaxIDLen = queue.MaxIDLen
 // a lost reply, the item is stored once. A nil error means stored. An
 // error returned with the ID means the offer was sent but its outcome did
 // not come back (ctx ended meanwhile, wrapped in the error, or the reply
-// was lost): the item may have been stored, once. An error without an ID
-// means it was not stored.
+// was lost): the item may have been stored, once. With [WithReplicaAck],
+// an error wrapping [ErrNotReplicated] also comes with the ID: the item
+// is stored on the master, and replicas did not confirm it in time. An
+// error without an ID means it was not stored.
 func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	if err := q.core.Err(); err != nil {
 		return "", err
@@ -425,7 +427,7 @@ func (q *Queue[T]) failTaken(ctx context.Context, raw []byte, reason error) {
 	})
 	log = log.With("id", id, "attempt", attempt)
 	switch {
-	case err != nil:
+	case err != nil && !errors.Is(err, ErrNotReplicated):
 		log.Error("redelay: an item that could not be decoded could not be put back and is lost", "err", err)
 	case status == settleDead:
 		q.core.Tel.DeadLettered(ctx, 1)

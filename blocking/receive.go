@@ -264,7 +264,7 @@ func (q *Queue[T]) failReceived(ctx context.Context, d *Delivery[T], reason erro
 		Token: d.token, Reason: reason.Error(), Attempt: d.Attempt, Delay: safeDelay(backoff, d.Attempt),
 	})
 	switch {
-	case err != nil:
+	case err != nil && !errors.Is(err, ErrNotReplicated):
 		// The lease stays; it expires and the item comes back.
 		log.Error("redelay: could not give back an item that could not be decoded; it returns after the visibility timeout", "err", err)
 	case status == settleDead:
@@ -323,7 +323,10 @@ func (d *Delivery[T]) isSettled() bool {
 // error wrapping [ErrLeaseLost] if the lease was lost first (and then the
 // item may be delivered again, or already was), or if the delivery was
 // already settled. Ack is idempotent on resend: a reply lost and the
-// command sent again does not turn a done ack into ErrLeaseLost.
+// command sent again does not turn a done ack into ErrLeaseLost. With
+// [WithReplicaAck], an error wrapping [ErrNotReplicated] means the ack was
+// done on the master but replicas did not confirm it in time: after a
+// failover the item may be delivered again.
 func (d *Delivery[T]) Ack(ctx context.Context) error {
 	return d.q.ackAll(ctx, []*Delivery[T]{d})[0]
 }
@@ -357,6 +360,12 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 		switch {
 		case err != nil:
 			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), err)
+		case errors.Is(r.errs[j], ErrNotReplicated):
+			// Acked on the master; replicas did not confirm it.
+			if errs[i] = d.end("ack", r.held[j]); errs[i] == nil {
+				acked++
+				errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), r.errs[j])
+			}
 		case r.errs[j] != nil:
 			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), r.errs[j])
 		default:
@@ -374,7 +383,9 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 // (WithMaxAttempts), it goes to the dead letters instead. [WithReason]
 // records why. It returns an error wrapping [ErrLeaseLost] if the lease
 // was lost first or the delivery was already settled; nothing changes
-// then. A negative delay returns [ErrInvalidArgument].
+// then. A negative delay returns [ErrInvalidArgument]. With
+// [WithReplicaAck], an error wrapping [ErrNotReplicated] means the nack
+// was done on the master but replicas did not confirm it in time.
 func (d *Delivery[T]) Nack(ctx context.Context, delay time.Duration, opts ...NackOption) error {
 	var o nackOptions
 	for _, opt := range opts {
@@ -408,19 +419,25 @@ func WithReason(err error) NackOption {
 
 // nack settles a failed delivery: a retry after delay, or the dead letters
 // (dead, or the last attempt).
-func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string, dead bool) error {
+func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string, dead bool) (err error) {
 	if err := d.begin("nack"); err != nil {
 		return err
 	}
 	status, maxAttempts, err := d.q.settle(ctx, store.Settle{
 		Token: d.token, Reason: reason, Dead: dead, Delay: delay, Attempt: d.Attempt,
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), err)
 	}
+	notReplicated := err // nil, or settled on the master without replicas' confirmation
 	if err := d.end("nack", status != settleLost); err != nil {
 		return err
 	}
+	defer func() {
+		if notReplicated != nil {
+			err = fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), notReplicated)
+		}
+	}()
 	switch {
 	case status == settleDead:
 		d.q.core.Tel.DeadLettered(ctx, 1)

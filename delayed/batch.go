@@ -2,6 +2,7 @@ package delayed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -25,7 +26,10 @@ const batchPipeline = 8
 // fraction of a single Offer's. The batch as a whole is not atomic:
 // with an error come the IDs of the chunks offered before the first failed
 // one (the failed chunk, and later chunks of the same round trip, may have
-// been offered too).
+// been offered too). With blocking.WithReplicaAck, an error wrapping
+// [ErrNotReplicated] comes with the IDs of every item stored so far: the
+// last round trip's were stored on the master, and replicas did not
+// confirm them in time; the batch stops there.
 // Values due at the same time become ready in slice order. Each chunk is
 // idempotent on resend, like Offer. WithHeaders and WithPriority apply to
 // every item, and so do WithTTL;
@@ -104,10 +108,15 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 		if err != nil {
 			return ids, fmt.Errorf("offer batch %s: %w", name, &queue.OfferOutcomeUnknown{Err: err})
 		}
+		var notReplicated error
 		for i, c := range calls {
 			first := gStart + i*batchChunk
-			if c.Err != nil {
+			if c.Err != nil && !errors.Is(c.Err, ErrNotReplicated) {
 				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", name, first, first+len(c.Items)-1, &queue.OfferOutcomeUnknown{Err: c.Err})
+			}
+			if c.Err != nil && notReplicated == nil {
+				// One WAIT covers the round trip's calls.
+				notReplicated = fmt.Errorf("offer batch %s: items %d to %d: %w", name, gStart, gStart+len(gValues)-1, c.Err)
 			}
 			if slices.Contains(c.Statuses, lua.OfferFull) {
 				return ids, fmt.Errorf("offer batch %s of %d items: %w", name, len(values), d.core.ErrFull())
@@ -115,6 +124,11 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			for _, it := range c.Items {
 				ids = append(ids, it.ID)
 			}
+		}
+		if notReplicated != nil {
+			// Stored on the master; the next round trips would wait for
+			// the same replicas.
+			return ids, notReplicated
 		}
 	}
 	return ids, nil

@@ -29,6 +29,10 @@ var (
 	// ErrQueueFull is blocking.ErrQueueFull: the queue is at its bound
 	// (blocking.WithMaxSize); nothing was stored.
 	ErrQueueFull = blocking.ErrQueueFull
+	// ErrNotReplicated is blocking.ErrNotReplicated: with
+	// blocking.WithReplicaAck, the offer was stored on the master (its ID
+	// is returned with the error) but replicas did not confirm it in time.
+	ErrNotReplicated = blocking.ErrNotReplicated
 )
 
 // MaxIDLen bounds an ID given with WithID, in bytes.
@@ -230,8 +234,10 @@ func (o *offerOptions) apply(opts []OfferOption) {
 // ID means the offer was sent but its outcome did not come back (ctx ended
 // meanwhile, wrapped in the error, or the reply was lost): the item may
 // have been stored, once (a later Offer with the same WithID tells:
-// ErrDuplicate while it is pending). An error without an ID means it was
-// not stored.
+// ErrDuplicate while it is pending). With blocking.WithReplicaAck, an
+// error wrapping [ErrNotReplicated] also comes with the ID: the item is
+// stored on the master, and replicas did not confirm it in time. An error
+// without an ID means it was not stored.
 func (d *Queue[T]) Offer(ctx context.Context, v T, delay time.Duration, opts ...OfferOption) (string, error) {
 	if err := queue.CheckDelay("delay", delay); err != nil {
 		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
@@ -287,14 +293,19 @@ func (d *Queue[T]) send(ctx context.Context, id string, v T, mode byte, us int64
 	} else {
 		status, err = d.core.Offer(ctx, item)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}
+	// The call ran (err is nil or ErrNotReplicated): a duplicate stored
+	// nothing, whatever the replicas confirmed.
 	if status == lua.OfferDuplicate {
 		if o.dup == store.DupUnique {
 			return fmt.Errorf("offer %s: id %q is pending or was offered within the last %v: %w", d.core.Name(), id, o.dupArg, ErrDuplicate)
 		}
 		return fmt.Errorf("offer %s: id %q is pending: %w", d.core.Name(), id, ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}
 	return nil
 }

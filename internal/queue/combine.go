@@ -105,8 +105,10 @@ func (e *OfferOutcomeUnknown) Unwrap() error { return e.Err }
 
 // Offer sends one item, alone or with others, and returns its status
 // (lua.Offer*). An error that is an *OfferOutcomeUnknown means the offer
-// was sent and may have been stored; any other error (ctx ended before it
-// was sent) means it was not.
+// was sent and may have been stored; one wrapping ErrNotReplicated comes
+// with the status: the call ran on the master, and replicas did not
+// confirm it; any other error (ctx ended before it was sent) means it was
+// not.
 func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -166,15 +168,16 @@ func (c *Core) send() {
 		// cancellation: the call is seen through, its outcome recorded.
 		ctx := context.WithoutCancel(batch[0].ctx)
 		statuses, err := c.Store.Offer(ctx, name, c.lanes.nextNonce(), c.Cfg.MaxSize, items)
-		if err != nil {
+		if err != nil && statuses == nil {
 			// The call was sent: it may have run (a reply lost, a copy
 			// still in the network). A copy arriving after the lane's next
 			// call is refused by the script.
 			err = &OfferOutcomeUnknown{Err: err}
 		}
+		// With statuses, err is nil or ErrNotReplicated: the call ran.
 		for i, r := range batch {
 			res := offerRes{err: err}
-			if err == nil {
+			if statuses != nil {
 				res.status = statuses[i]
 			}
 			r.done <- res
@@ -221,6 +224,9 @@ func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us in
 		return 0, &OfferOutcomeUnknown{Err: err}
 	}
 	l.Release()
+	if errors.Is(err, ErrNotReplicated) {
+		return st, err // it ran on the master
+	}
 	if err != nil {
 		return 0, &OfferOutcomeUnknown{Err: err} // sent: it may have run
 	}

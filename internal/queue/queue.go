@@ -33,6 +33,7 @@ var (
 	ErrClosed          = errors.New("redelay: queue closed")
 	ErrPayloadTooLarge = errors.New("redelay: payload too large")
 	ErrQueueFull       = errors.New("redelay: queue full")
+	ErrNotReplicated   = store.ErrNotReplicated
 )
 
 // DefaultMaxPayload bounds an encoded value unless configured otherwise.
@@ -69,6 +70,13 @@ type Config struct {
 	// MaxEnvelopeVersion makes the queue read envelopes as a reader of
 	// that version would (tests of rolling upgrades); 0: envelope.Version.
 	MaxEnvelopeVersion int
+	// ReplicaAck is how many replicas must confirm each offer, ack and
+	// nack (WAIT), within ReplicaAckTimeout; 0: none are waited for.
+	ReplicaAck        int
+	ReplicaAckTimeout time.Duration
+	// ReplicaAckSet says WithReplicaAck was given (its arguments are
+	// checked against the client at New).
+	ReplicaAckSet bool
 }
 
 // Defaults for at-least-once delivery.
@@ -133,7 +141,15 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 		c.err = fmt.Errorf("%w: nil codec", ErrInvalidQueue)
 	}
 	if c.err == nil {
-		c.Store = store.New(rdb).Queue(k)
+		sc := store.New(rdb)
+		if cfg.ReplicaAckSet {
+			if err := sc.CheckReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout); err != nil {
+				c.err = fmt.Errorf("%w: WithReplicaAck(%d, %v): %w", ErrInvalidQueue, cfg.ReplicaAck, cfg.ReplicaAckTimeout, err)
+				return c
+			}
+		}
+		c.Store = sc.Queue(k)
+		c.Store.SetReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout)
 		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
 	}
 	return c
@@ -166,6 +182,7 @@ func (c *Core) Child(sub string) *Core {
 	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, closing: make(chan struct{})}
 	if c.err == nil {
 		cc.Store = c.Store.Client().Queue(cc.Keys)
+		cc.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
 		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
 	}
 	return cc
@@ -247,10 +264,11 @@ func OfferID(id string, given bool, headers map[string]string) (string, error) {
 
 // OfferResult is what an offer of id that ended with err returns: the ID
 // with a nil error; the ID with an error whose outcome is unknown (sent,
-// maybe stored); no ID with any other error (not stored).
+// maybe stored) or that says the item was stored but replicas did not
+// confirm it (ErrNotReplicated); no ID with any other error (not stored).
 func OfferResult(id string, err error) (string, error) {
 	var unknown *OfferOutcomeUnknown
-	if err == nil || errors.As(err, &unknown) {
+	if err == nil || errors.As(err, &unknown) || errors.Is(err, ErrNotReplicated) {
 		return id, err
 	}
 	return "", err

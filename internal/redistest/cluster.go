@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +25,13 @@ const (
 	clusterReadyTimeout = 20 * time.Second
 )
 
-// Cluster is a Redis Cluster of three masters and no replicas on loopback,
-// built with `redis-cli --cluster create ... --cluster-yes`.
+// Cluster is a Redis Cluster of three masters on loopback, with no
+// replicas ([StartCluster]) or one replica per master
+// ([StartClusterWithReplicas]), built with `redis-cli --cluster create ...
+// --cluster-yes`.
 type Cluster struct {
-	nodes []*Server
+	nodes    []*Server
+	replicas int // per master
 }
 
 // StartCluster starts a cluster dedicated to the calling test and waits
@@ -37,8 +41,25 @@ type Cluster struct {
 // [ClusterClient] instead.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return startClusterFor(t, 0)
+}
+
+// StartClusterWithReplicas starts a cluster of three masters, each with
+// one replica (six nodes), dedicated to the calling test, and waits until
+// every node reports cluster_state:ok and knows all 16384 slots and six
+// nodes, and every replica is in sync with its master. It is closed in
+// t.Cleanup, and calls t.Fatal when the cluster cannot be built. For tests
+// of replica acknowledgement (WAIT) and of failovers: CLUSTER FAILOVER
+// sent to a replica makes it its master's master.
+func StartClusterWithReplicas(t testing.TB) *Cluster {
+	t.Helper()
+	return startClusterFor(t, 1)
+}
+
+func startClusterFor(t testing.TB, replicas int) *Cluster {
+	t.Helper()
 	start := time.Now()
-	c, err := startCluster()
+	c, err := startCluster(replicas)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
@@ -51,8 +72,9 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
-// Addrs returns the addresses of the cluster's master nodes,
-// "127.0.0.1:port" each.
+// Addrs returns the addresses of the cluster's nodes, "127.0.0.1:port"
+// each: the three masters it was created with, then their replicas, if
+// any (roles change with failovers; ask the nodes for them).
 func (c *Cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
@@ -70,6 +92,17 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	return rdb
 }
 
+// Node returns the node listening on addr, one of [Cluster.Addrs], or
+// nil.
+func (c *Cluster) Node(addr string) *Server {
+	for _, n := range c.nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
 // Close kills every node and removes their data directories.
 func (c *Cluster) Close() error {
 	var errs []error
@@ -81,12 +114,12 @@ func (c *Cluster) Close() error {
 
 // startCluster starts the nodes, joins them into a cluster and waits
 // until it is healthy.
-func startCluster() (c *Cluster, err error) {
+func startCluster(replicas int) (c *Cluster, err error) {
 	cli, err := lookBinary("REDIS_CLI", "redis-cli", "redis-tools")
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{}
+	c = &Cluster{replicas: replicas}
 	started := c // c is nil by the time a failed return runs the cleanup
 	defer func() {
 		if err != nil {
@@ -98,7 +131,7 @@ func startCluster() (c *Cluster, err error) {
 		"--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", "5000",
 	}}
-	for i := 0; i < clusterMasters; i++ {
+	for i := 0; i < clusterMasters*(1+replicas); i++ {
 		n, err := startServer(cfg, freeClusterPort)
 		if err != nil {
 			return nil, fmt.Errorf("cluster node %d: %w", i+1, err)
@@ -109,7 +142,7 @@ func startCluster() (c *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
 	defer cancel()
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %v\n%s", cli, strings.Join(args, " "), err, out)
@@ -127,10 +160,13 @@ func (c *Cluster) waitReady(timeout time.Duration) error {
 	for {
 		var notReady error
 		for _, n := range c.nodes {
-			if err := clusterNodeReady(n.Addr()); err != nil {
+			if err := clusterNodeReady(n.Addr(), len(c.nodes)); err != nil {
 				notReady = fmt.Errorf("node %s: %w", n.Addr(), err)
 				break
 			}
+		}
+		if notReady == nil && c.replicas > 0 {
+			notReady = c.replicasInSync()
 		}
 		if notReady == nil {
 			return nil
@@ -142,8 +178,33 @@ func (c *Cluster) waitReady(timeout time.Duration) error {
 	}
 }
 
-// clusterNodeReady checks one node's CLUSTER INFO.
-func clusterNodeReady(addr string) error {
+// replicasInSync checks that every node that is a replica has its link to
+// its master up and its first sync done.
+func (c *Cluster) replicasInSync() error {
+	n := 0
+	for _, node := range c.nodes {
+		r, err := info(node.Addr(), "replication")
+		if err != nil {
+			return fmt.Errorf("node %s: %w", node.Addr(), err)
+		}
+		if r["role"] != "slave" {
+			continue
+		}
+		if r["master_link_status"] != "up" || r["master_sync_in_progress"] != "0" {
+			return fmt.Errorf("replica %s: master_link_status:%s master_sync_in_progress:%s",
+				node.Addr(), r["master_link_status"], r["master_sync_in_progress"])
+		}
+		n++
+	}
+	if want := clusterMasters * c.replicas; n != want {
+		return fmt.Errorf("%d replicas, want %d", n, want)
+	}
+	return nil
+}
+
+// clusterNodeReady checks one node's CLUSTER INFO, in a cluster of nodes
+// nodes.
+func clusterNodeReady(addr string, nodes int) error {
 	info, err := command(addr, time.Second, "CLUSTER", "INFO")
 	if err != nil {
 		return err
@@ -158,7 +219,7 @@ func clusterNodeReady(addr string) error {
 		"cluster_state":          "ok",
 		"cluster_slots_assigned": fmt.Sprint(clusterSlots),
 		"cluster_slots_ok":       fmt.Sprint(clusterSlots),
-		"cluster_known_nodes":    fmt.Sprint(clusterMasters),
+		"cluster_known_nodes":    fmt.Sprint(nodes),
 		"cluster_size":           fmt.Sprint(clusterMasters),
 	}
 	for k, v := range want {

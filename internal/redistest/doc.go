@@ -12,7 +12,9 @@
 //     instance names made by [QueueName].
 //   - [StartServer] and [StartCluster] start servers dedicated to one test,
 //     stopped when the test ends. Use them when a test kills, restarts or
-//     reconfigures the server.
+//     reconfigures the server. [StartReplica] adds a replica to such a
+//     server; [StartClusterWithReplicas] starts a cluster whose three
+//     masters have a replica each.
 //   - [Miniredis] starts an embedded miniredis for fast unit tests that do
 //     not depend on exact Redis behaviour.
 //

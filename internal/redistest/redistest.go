@@ -62,7 +62,7 @@ func sharedCluster(t testing.TB) *Cluster {
 	t.Helper()
 	shared.clusterOnce.Do(func() {
 		start := time.Now()
-		c, err := startCluster()
+		c, err := startCluster(0)
 		shared.mu.Lock()
 		shared.cluster, shared.clusterErr = c, err
 		shared.mu.Unlock()

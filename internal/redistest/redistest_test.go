@@ -187,6 +187,59 @@ func TestStartCluster(t *testing.T) {
 	}
 }
 
+func TestStartClusterWithReplicas(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartClusterWithReplicas(t)
+	if addrs := cl.Addrs(); len(addrs) != 6 {
+		t.Fatalf("Addrs = %v, want 6", addrs)
+	}
+	c := ctx(t)
+	rdb := cl.Client(t)
+	shards, err := rdb.ClusterShards(c).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER SHARDS: %v", err)
+	}
+	if len(shards) != 3 {
+		t.Fatalf("%d shards, want 3", len(shards))
+	}
+	for _, s := range shards {
+		if len(s.Nodes) != 2 {
+			t.Fatalf("shard %v has %d nodes, want a master and a replica", s.Slots, len(s.Nodes))
+		}
+	}
+	// A write is on the replica of its master at once.
+	if err := rdb.Set(c, "{k}", "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	m, err := rdb.MasterForKey(c, "{k}")
+	if err != nil {
+		t.Fatalf("MasterForKey: %v", err)
+	}
+	if n, err := m.Wait(c, 1, 5*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 on the key's master = %d, %v; want 1", n, err)
+	}
+	if cl.Node(cl.Addrs()[5]) == nil || cl.Node("127.0.0.1:1") != nil {
+		t.Fatal("Node does not find the nodes by address")
+	}
+}
+
+func TestStartReplica(t *testing.T) {
+	t.Parallel()
+	c := ctx(t)
+	m := redistest.StartServer(t)
+	r := redistest.StartReplica(t, m)
+	mc, rc := m.Client(t), r.Client(t)
+	if err := mc.Set(c, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	if n, err := mc.Wait(c, 1, 5*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 = %d, %v; want 1", n, err)
+	}
+	if v, err := rc.Get(c, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET on the replica = %q, %v", v, err)
+	}
+}
+
 func TestRestartWithAOFKeepsData(t *testing.T) {
 	t.Parallel()
 	c := ctx(t)

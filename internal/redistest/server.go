@@ -550,3 +550,24 @@ func closeClient(t testing.TB, c io.Closer) {
 		t.Errorf("redistest: closing client: %v", err)
 	}
 }
+
+// replicaSyncTimeout bounds StartReplica's wait for the first sync.
+const replicaSyncTimeout = 20 * time.Second
+
+// StartReplica starts a redis-server dedicated to the calling test as a
+// replica of master (REPLICAOF), and waits until both report the link up
+// and the first sync done. Like [StartServer], it is killed in t.Cleanup
+// and calls t.Fatal when it cannot be started or does not sync within 20
+// seconds.
+func StartReplica(t testing.TB, master *Server, opts ...ServerOption) *Server {
+	t.Helper()
+	r := StartServer(t, opts...)
+	if _, err := command(r.Addr(), time.Second, "REPLICAOF", "127.0.0.1", strconv.Itoa(master.port)); err != nil {
+		t.Fatalf("redistest: REPLICAOF %s on %s: %v", master.Addr(), r.Addr(), err)
+	}
+	if err := waitFor(time.Now().Add(replicaSyncTimeout), "replica "+r.Addr()+" in sync with "+master.Addr(),
+		func() error { return inSync(master, r) }); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return r
+}

@@ -117,8 +117,26 @@ func (c *Client) do(ctx context.Context, retry bool, args ...any) *redis.Cmd {
 	return cmd
 }
 
-// eval runs s with EVALSHA, then EVAL when the server does not know it.
+// eval runs s with EVALSHA, then EVAL when the server does not know it,
+// and again while the server answers that it did not run it (see
+// didNotRun), for at most tryAgainFor.
 func (c *Client) eval(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd := c.evalTry(ctx, s, keys, args...)
+	var deadline time.Time
+	for attempt := 0; cmd.Err() != nil && didNotRun(cmd.Err()); attempt++ {
+		if attempt == 0 {
+			deadline = time.Now().Add(tryAgainFor)
+		}
+		if time.Now().After(deadline) || sleepCtx(ctx, tryAgainPause(attempt)) != nil {
+			break
+		}
+		cmd = c.evalTry(ctx, s, keys, args...)
+	}
+	return cmd
+}
+
+// evalTry is one try of eval.
+func (c *Client) evalTry(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := s.EvalSha(ctx, c.rdb, keys, args...)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		cmd = s.Eval(ctx, c.rdb, keys, args...)
@@ -136,14 +154,30 @@ func (c *Client) evalOnce(ctx context.Context, s *redis.Script, keys []string, a
 		}
 		return append(out, args...)
 	}
-	cmd := c.do(ctx, false, argv("evalsha", s.Hash())...)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// NOSCRIPT: the call did nothing. Load the script (on every node
-		// of a Cluster that answers for these keys) and send it again.
-		if err := s.Load(ctx, c.rdb).Err(); err != nil {
-			return cmd
+	try := func() *redis.Cmd {
+		cmd := c.do(ctx, false, argv("evalsha", s.Hash())...)
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// NOSCRIPT: the call did nothing. Load the script (on every node
+			// of a Cluster that answers for these keys) and send it again.
+			if err := s.Load(ctx, c.rdb).Err(); err != nil {
+				return cmd
+			}
+			cmd = c.do(ctx, false, argv("evalsha", s.Hash())...)
 		}
-		cmd = c.do(ctx, false, argv("evalsha", s.Hash())...)
+		return cmd
+	}
+	cmd := try()
+	// A reply saying the script did not run (a slot on the move) is safe
+	// to act on, even for a call that must not run twice.
+	var deadline time.Time
+	for attempt := 0; cmd.Err() != nil && didNotRun(cmd.Err()); attempt++ {
+		if attempt == 0 {
+			deadline = time.Now().Add(tryAgainFor)
+		}
+		if time.Now().After(deadline) || sleepCtx(ctx, tryAgainPause(attempt)) != nil {
+			break
+		}
+		cmd = try()
 	}
 	return cmd
 }

@@ -37,6 +37,9 @@ type Queue struct {
 	// prio: this process has seen the queue's priority marker, so its
 	// pops go through pop.lua (see Pop).
 	prio atomic.Bool
+	// ack: offers, acks and settlements wait for replicas (SetReplicaAck);
+	// nil: they do not, and cost nothing more.
+	ack *replicaAck
 }
 
 // marker is PRIO_MARKER of prelude.lua: the ready list's tail while the
@@ -61,19 +64,31 @@ type OfferItem struct {
 	US   int64 // the delay or due time, µs
 }
 
+// write runs a script that offers or settles: as eval does, or, with
+// replica acknowledgement, followed by WAIT (werr wraps ErrNotReplicated
+// when WAIT did not confirm the script's writes).
+func (q *Queue) write(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, werr error) {
+	if q.ack == nil {
+		return q.c.eval(ctx, s, keys, args...), nil
+	}
+	return q.replicatedEval(ctx, s, keys, args...)
+}
+
 // Offer runs offer.lua for items as one call recorded under lane with
 // nonce, and returns one status per item (lua.Offer*). bound is the
 // queue's bound (0: none): each item that does not fit is refused
-// (lua.OfferFull).
+// (lua.OfferFull). With replica acknowledgement, an error wrapping
+// ErrNotReplicated comes with the statuses: the call ran on the master.
 func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, items []OfferItem) ([]int64, error) {
-	res, err := q.c.eval(ctx, lua.Offer, q.offerKeys(lane, 0, ""), q.offerArgs(nonce, bound, 0, 0, items)...).Int64Slice()
+	cmd, werr := q.write(ctx, lua.Offer, q.offerKeys(lane, 0, ""), q.offerArgs(nonce, bound, 0, 0, items)...)
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, err
 	}
 	if len(res) != len(items) {
 		return nil, fmt.Errorf("%d statuses for %d offers", len(res), len(items))
 	}
-	return res, nil
+	return res, werr
 }
 
 // offerKeys are offer.lua's keys for a call on lane, of a bounded batch
@@ -108,12 +123,18 @@ const (
 // Upsert offers one delayed item (Mode 'd' or 'a') under a duplicate mode,
 // recorded under lane with nonce; us is the debounce's max wait or the
 // unique window, µs; bound is the queue's bound (0: none). It returns
-// upsert.lua's status.
+// upsert.lua's status, with an error wrapping ErrNotReplicated when
+// replicas did not confirm it.
 func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us, bound int64) (int64, error) {
 	k := q.K
-	return q.c.eval(ctx, lua.Upsert,
+	cmd, werr := q.write(ctx, lua.Upsert,
 		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Unique(it.ID), k.Prio},
-		k.Wake, nonce, LaneTTL.Milliseconds(), it.ID, it.Env, string(it.Mode), it.US, string(dup), us, bound).Int64()
+		k.Wake, nonce, LaneTTL.Milliseconds(), it.ID, it.Env, string(it.Mode), it.US, string(dup), us, bound)
+	st, err := cmd.Int64()
+	if err != nil {
+		return 0, err
+	}
+	return st, werr
 }
 
 // OfferCall is one offer.lua call of a pipelined batch.
@@ -135,8 +156,15 @@ type OfferCall struct {
 // MULTI/EXEC transaction (a bounded batch: its calls must run together).
 // A pipeline sends only EVALSHA: calls the server answers with NOSCRIPT
 // (first use, restart, failover) did nothing, so the script is loaded and
-// they are sent again. Each call's result is in its Statuses or Err.
+// they are sent again. Each call's result is in its Statuses or Err. With
+// replica acknowledgement, one WAIT follows the calls (it covers every
+// earlier write of the connection); when it does not confirm them, each
+// call that ran has its Statuses and an Err wrapping ErrNotReplicated.
 func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic bool) {
+	if q.ack != nil {
+		q.offerPipelinedReplicated(ctx, calls, atomic)
+		return
+	}
 	send := func(calls []*OfferCall) []*redis.Cmd {
 		pipe := q.c.rdb.Pipeline()
 		if atomic {
@@ -176,6 +204,55 @@ func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic b
 		c.Statuses, c.Err = cmds[i].Int64Slice()
 		if c.Err == nil && len(c.Statuses) != len(c.Items) {
 			c.Err = fmt.Errorf("%d statuses for %d offers", len(c.Statuses), len(c.Items))
+		}
+	}
+}
+
+// offerPipelinedReplicated is OfferPipelined with a WAIT after the calls.
+// With atomic, the calls go in MULTI/EXEC and WAIT after EXEC (WAIT does
+// not block inside a transaction).
+func (q *Queue) offerPipelinedReplicated(ctx context.Context, calls []*OfferCall, atomic bool) {
+	cmds := make([]*redis.Cmd, len(calls))
+	scripts := func(p redis.Pipeliner, whole bool) []redis.Cmder {
+		check := make([]redis.Cmder, len(calls))
+		for i, c := range calls {
+			keys, args := q.offerKeys(c.Lane, c.Batch, c.Pass), q.offerArgs(c.Nonce, c.Bound, c.Batch, c.Offset, c.Items)
+			if whole {
+				cmds[i] = lua.Offer.Eval(ctx, p, keys, args...)
+			} else {
+				cmds[i] = lua.Offer.EvalSha(ctx, p, keys, args...)
+			}
+			check[i] = cmds[i]
+		}
+		return check
+	}
+	var wait *redis.IntCmd
+	var err error
+	if atomic {
+		wait, err = q.txOnMaster(ctx, q.K.Delayed, scripts)
+	} else {
+		err = q.pipelineOnMaster(ctx, q.K.Delayed, func(p redis.Pipeliner, whole bool) []redis.Cmder {
+			check := scripts(p, whole)
+			wait = q.ack.send(ctx, p)
+			return check
+		})
+	}
+	var werr error
+	if err == nil {
+		werr = q.ack.check(wait)
+	}
+	for i, c := range calls {
+		if err != nil {
+			c.Err = err
+			continue
+		}
+		c.Statuses, c.Err = cmds[i].Int64Slice()
+		switch {
+		case c.Err != nil:
+		case len(c.Statuses) != len(c.Items):
+			c.Err = fmt.Errorf("%d statuses for %d offers", len(c.Statuses), len(c.Items))
+		default:
+			c.Err = werr
 		}
 	}
 }
@@ -430,7 +507,14 @@ func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix st
 // was still held. Removing the inflight entry is the ack; the lease entry
 // is only an index, and one left behind by a crash between the two is
 // dropped by the reclaimer.
+//
+// With replica acknowledgement a WAIT follows in the same round trip, and
+// when it does not confirm the acks, each token's result comes with an
+// error wrapping ErrNotReplicated.
 func (q *Queue) Ack(ctx context.Context, tokens []string) ([]bool, []error) {
+	if q.ack != nil {
+		return q.ackReplicated(ctx, tokens)
+	}
 	k := q.K
 	dels := make([]*redis.IntCmd, len(tokens))
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -455,6 +539,41 @@ func (q *Queue) Ack(ctx context.Context, tokens []string) ([]bool, []error) {
 	return held, errs
 }
 
+// ackReplicated is Ack followed by WAIT on the same connection.
+func (q *Queue) ackReplicated(ctx context.Context, tokens []string) ([]bool, []error) {
+	k := q.K
+	dels := make([]*redis.IntCmd, len(tokens))
+	var wait *redis.IntCmd
+	err := q.pipelineOnMaster(ctx, k.Inflight, func(p redis.Pipeliner, _ bool) []redis.Cmder {
+		check := make([]redis.Cmder, len(tokens))
+		for i, t := range tokens {
+			dels[i] = p.HDel(ctx, k.Inflight, t)
+			check[i] = dels[i]
+			p.ZRem(ctx, k.Leases, t)
+		}
+		wait = q.ack.send(ctx, p)
+		return check
+	})
+	held := make([]bool, len(tokens))
+	errs := make([]error, len(tokens))
+	var werr error
+	if err == nil {
+		werr = q.ack.check(wait)
+	}
+	for i, d := range dels {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case d.Err() != nil:
+			errs[i] = d.Err()
+		default:
+			held[i] = d.Val() == 1
+			errs[i] = werr
+		}
+	}
+	return held, errs
+}
+
 // Settle is one settle.lua call.
 type Settle struct {
 	Token       string        // lease token, or "" for an item that is not leased
@@ -468,7 +587,8 @@ type Settle struct {
 }
 
 // Settle runs settle.lua and returns its status (lua.Settle*) and the
-// queue's max attempts.
+// queue's max attempts; with replica acknowledgement, an error wrapping
+// ErrNotReplicated comes with them when replicas did not confirm it.
 func (q *Queue) Settle(ctx context.Context, s Settle) (status, maxAttempts int64, err error) {
 	k := q.K
 	mode := "retry"
@@ -479,16 +599,17 @@ func (q *Queue) Settle(ctx context.Context, s Settle) (status, maxAttempts int64
 	if env == nil {
 		env = []byte{}
 	}
-	res, err := q.c.eval(ctx, lua.Settle,
+	cmd, werr := q.write(ctx, lua.Settle,
 		[]string{k.Leases, k.Inflight, k.Retry, k.Delayed, k.Ready, k.DeadReady, k.Meta, k.Prio, k.Seq},
-		s.Token, env, s.Reason, s.Delay.Microseconds(), s.Attempt, k.Wake, s.MaxAttempts, s.Nonce, mode).Int64Slice()
+		s.Token, env, s.Reason, s.Delay.Microseconds(), s.Attempt, k.Wake, s.MaxAttempts, s.Nonce, mode)
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return 0, 0, err
 	}
 	if len(res) != 2 {
 		return 0, 0, fmt.Errorf("unexpected settle reply %v", res)
 	}
-	return res[0], res[1], nil
+	return res[0], res[1], werr
 }
 
 // Extend moves the deadlines of the leases named by tokens to now + by,

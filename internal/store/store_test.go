@@ -86,3 +86,32 @@ func TestBlockBudget(t *testing.T) {
 		}
 	}
 }
+
+// replyError is an error reply, as go-redis returns them.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// Replies that say a call did not run are told from the others.
+func TestDidNotRun(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{replyError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{replyError("MOVED 3999 127.0.0.1:6381"), true},
+		{replyError("ASK 3999 127.0.0.1:6381"), true},
+		{replyError("CLUSTERDOWN The cluster is down"), true},
+		{replyError("READONLY You can't write against a read only replica."), true},
+		{replyError("LOADING Redis is loading the dataset in memory"), true},
+		{replyError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+		{replyError("NOSCRIPT No matching script"), false},
+		{errors.New("MOVED 3999 127.0.0.1:6381"), false}, // not a reply
+		{context.DeadlineExceeded, false},
+	} {
+		if got := didNotRun(c.err); got != c.want {
+			t.Errorf("didNotRun(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
