@@ -156,7 +156,7 @@ func (q *Queue[T]) Consume(ctx context.Context, handler Handler[T], opts ...Cons
 	if err := q.core.Err(); err != nil {
 		return err
 	}
-	if err := q.core.StartBackground(ctx); err != nil {
+	if err := q.start(ctx); err != nil {
 		return err
 	}
 	c := &consumer[T]{
@@ -431,16 +431,14 @@ func (c *consumer[T]) release(ds []*Delivery[T]) {
 	if len(ds) == 0 {
 		return
 	}
-	tokens := make([]string, len(ds))
-	for i, d := range ds {
-		tokens[i] = d.token
-	}
-	_, err := queue.Call(c.handlerBg, c.q.core, func(ctx context.Context) (int64, error) {
-		return c.q.core.Store.Release(ctx, tokens)
-	}, nil)
-	if err != nil {
-		c.q.core.Cfg.Logger.Warn("redelay: could not give items back; they return after the visibility timeout",
-			"queue", c.q.Name(), "items", len(ds), "err", err)
+	for p, tokens := range tokensByPart(ds) { // one partition unless WithPartitions
+		_, err := queue.Call(c.handlerBg, p.core, func(ctx context.Context) (int64, error) {
+			return p.core.Store.Release(ctx, tokens)
+		}, nil)
+		if err != nil {
+			c.q.core.Cfg.Logger.Warn("redelay: could not give items back; they return after the visibility timeout",
+				"queue", c.q.Name(), "items", len(tokens), "err", err)
+		}
 	}
 }
 
@@ -534,7 +532,7 @@ func (c *consumer[T]) settleAcks() {
 		for _, r := range batch {
 			ds = append(ds, r.d)
 		}
-		for i, err := range c.q.ackAll(c.handlerBg, ds) {
+		for i, err := range c.q.ackAny(c.handlerBg, ds) {
 			batch[i].done <- err
 		}
 	}
@@ -574,7 +572,7 @@ func (c *consumer[T]) extendLeases(stop <-chan struct{}) {
 		c.mu.Unlock()
 		for len(ds) > 0 {
 			n := min(len(ds), maxReceive)
-			if _, err := c.q.extend(c.handlerBg, vis, ds[:n]); err != nil {
+			if err := c.q.extendAny(c.handlerBg, vis, ds[:n]); err != nil {
 				c.q.core.Cfg.Logger.Warn("redelay: lease extension failed", "queue", c.q.Name(), "leases", n, "err", err)
 			}
 			ds = ds[n:]

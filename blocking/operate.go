@@ -71,6 +71,9 @@ func (q *Queue[T]) Peek(ctx context.Context, n int) ([]Item[T], error) {
 	if err := checkPage("peek: count", n); err != nil {
 		return nil, fmt.Errorf("peek %s: %w", q.Name(), err)
 	}
+	if q.parts != nil {
+		return q.peekParts(ctx, n)
+	}
 	entries, err := queue.Call(ctx, q.core, func(ctx context.Context) ([]store.Entry, error) {
 		return q.core.Store.ListReady(ctx, 0, n)
 	}, nil)
@@ -115,6 +118,9 @@ func (q *Queue[T]) ReceiveBatch(ctx context.Context, max int) ([]*Delivery[T], e
 func (q *Queue[T]) TakeBatch(ctx context.Context, max int) ([]T, error) {
 	if max < 1 || max > maxReceive {
 		return nil, fmt.Errorf("take %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
+	}
+	if q.parts != nil {
+		return q.takeBatchParts(ctx, max)
 	}
 	if err := q.core.StartBackground(ctx); err != nil {
 		return nil, err
@@ -177,6 +183,9 @@ func (q *Queue[T]) Purge(ctx context.Context) (int64, error) {
 	if err := q.core.Err(); err != nil {
 		return 0, err
 	}
+	if q.parts != nil {
+		return sumParts(ctx, q, "purge", (*Queue[T]).Purge)
+	}
 	n, err := queue.Call(ctx, q.core, func(ctx context.Context) (int64, error) {
 		return q.core.Store.Purge(ctx, store.PartReady)
 	}, nil)
@@ -209,6 +218,9 @@ type Stats struct {
 func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err := q.core.Err(); err != nil {
 		return Stats{}, err
+	}
+	if q.parts != nil {
+		return q.statsParts(ctx)
 	}
 	st, err := queue.Call(ctx, q.core, q.core.Store.Stats, nil)
 	if err != nil {
@@ -245,6 +257,12 @@ func statsOf(st store.Stats) Stats {
 // (1 s by default) if the notification is lost. Pausing a paused queue is
 // harmless.
 func (q *Queue[T]) Pause(ctx context.Context) error {
+	if q.parts != nil {
+		if err := q.setPausedParts(ctx, true); err != nil {
+			return fmt.Errorf("pause %s: %w", q.Name(), err)
+		}
+		return nil
+	}
 	if err := q.core.SetPaused(ctx, true); err != nil {
 		return fmt.Errorf("pause %s: %w", q.Name(), err)
 	}
@@ -255,6 +273,12 @@ func (q *Queue[T]) Pause(ctx context.Context) error {
 // (within the sweep interval if the notification is lost). Resuming a
 // queue that is not paused is harmless.
 func (q *Queue[T]) Resume(ctx context.Context) error {
+	if q.parts != nil {
+		if err := q.setPausedParts(ctx, false); err != nil {
+			return fmt.Errorf("resume %s: %w", q.Name(), err)
+		}
+		return nil
+	}
 	if err := q.core.SetPaused(ctx, false); err != nil {
 		return fmt.Errorf("resume %s: %w", q.Name(), err)
 	}
@@ -272,6 +296,9 @@ func (q *Queue[T]) RedriveID(ctx context.Context, id string) error {
 	}
 	if _, err := queue.OfferID(id, true, nil); err != nil {
 		return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
+	}
+	if q.parts != nil {
+		return q.route(id).RedriveID(ctx, id)
 	}
 	type hit struct {
 		e     store.Entry

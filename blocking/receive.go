@@ -84,6 +84,9 @@ const maxReceive = 256
 // receive waits until it can lease at least one item, and leases up to max
 // in one script call. backoff sets the retry of items that fail to decode.
 func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.Duration) ([]*Delivery[T], error) {
+	if q.parts != nil {
+		return q.receiveParts(ctx, max, backoff)
+	}
 	if err := q.core.StartBackground(ctx); err != nil {
 		return nil, err
 	}

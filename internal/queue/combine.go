@@ -110,6 +110,9 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		return 0, err
+	}
 	req := &offerReq{ctx: ctx, item: item, done: make(chan offerRes, 1)}
 	cb := &c.comb
 	cb.mu.Lock()

@@ -62,6 +62,9 @@ type Config struct {
 	MaxAttemptsSet bool
 	// Telemetry selects the OpenTelemetry providers (nil: the globals).
 	Telemetry telemetry.Config
+	// Partitions is the number of partitions (0 or 1: one, the layout of
+	// a queue without partitions).
+	Partitions int
 	// MaxEnvelopeVersion makes the queue read envelopes as a reader of
 	// that version would (tests of rolling upgrades); 0: envelope.Version.
 	MaxEnvelopeVersion int
@@ -82,8 +85,9 @@ type Core struct {
 	err   error
 	child bool // a queue of another's keys (the dead letters)
 
-	lanes lanes
-	comb  combiner
+	lanes  lanes
+	comb   combiner
+	layout *layout // shared by the partitions of one queue; nil when err is set
 
 	closing chan struct{} // closed by Close: blocked calls return ErrClosed
 	bg      store.Calls   // calls given up on, finishing in the background
@@ -92,7 +96,8 @@ type Core struct {
 	closed     bool
 	reg        *transfer.Registration // started by StartBackground
 	stopGauge  func()
-	maxWritten bool // MaxAttempts recorded in Redis
+	maxWritten bool                                        // MaxAttempts recorded in Redis
+	depths     func(context.Context) (store.Depths, error) // what the depth gauge reads; nil: Store.Depths
 }
 
 // New validates its arguments; a problem is kept and returned by every call
@@ -127,10 +132,15 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, optErr)
 	case cfg.Codec == nil:
 		c.err = fmt.Errorf("%w: nil codec", ErrInvalidQueue)
+	case cfg.Partitions != 0:
+		if perr := checkPartitions(cfg.Partitions); perr != nil {
+			c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, perr)
+		}
 	}
 	if c.err == nil {
 		c.Store = store.New(rdb).Queue(k)
 		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
+		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
 	}
 	return c
 }
@@ -159,7 +169,7 @@ func Invalid(why error) *Core {
 
 // Child returns the core of a queue sharing c's hash tag and settings.
 func (c *Core) Child(sub string) *Core {
-	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, closing: make(chan struct{})}
+	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, closing: make(chan struct{})}
 	if c.err == nil {
 		cc.Store = c.Store.Client().Queue(cc.Keys)
 		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
@@ -175,6 +185,9 @@ func (c *Core) Err() error {
 	if c.err != nil {
 		return c.err
 	}
+	if err := c.layout.failed(); err != nil {
+		return err
+	}
 	select {
 	case <-c.closing:
 		return ErrClosed
@@ -189,12 +202,20 @@ func (c *Core) Closing() <-chan struct{} { return c.closing }
 // Call runs a short store call: the caller stops waiting when ctx ends (the
 // call finishes in the background, then late, if not nil, gets its result).
 func Call[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		var zero R
+		return zero, err
+	}
 	return store.Await(ctx, nil, &c.bg, f, late)
 }
 
 // Wait runs a call that may block: the caller stops waiting when ctx ends
 // or the queue closes (then the error wraps ErrClosed).
 func Wait[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		var zero R
+		return zero, err
+	}
 	v, err := store.Await(ctx, c.closing, &c.bg, f, late)
 	if errors.Is(err, store.ErrStopped) {
 		err = ErrClosed
@@ -355,7 +376,14 @@ func (c *Core) StartBackground(ctx context.Context) error {
 			return err
 		}
 		c.reg = r
-		c.stopGauge = c.Tel.RegisterDepth(c.Store.Depths)
+		switch {
+		case c.Keys.Part != 0: // partition 0 reports the whole queue
+			c.stopGauge = func() {}
+		case c.depths != nil:
+			c.stopGauge = c.Tel.RegisterDepth(c.depths)
+		default:
+			c.stopGauge = c.Tel.RegisterDepth(c.Store.Depths)
+		}
 	}
 	record := c.Cfg.MaxAttemptsSet && !c.maxWritten
 	c.mu.Unlock()
@@ -396,7 +424,7 @@ func (c *Core) register() (*transfer.Registration, error) {
 	r, err := transfer.Register(transfer.Target{
 		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
 		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
-		Announce: !c.child, Codec: c.Cfg.Codec.Name(),
+		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)

@@ -1,0 +1,103 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
+)
+
+// layout checks, once per process, that the number of partitions this
+// process opened the queue with is the one recorded in Redis (and records
+// it when none is). It is shared by the cores of every partition of one
+// queue and of their dead letters.
+type layout struct {
+	n     int
+	meta  *store.Queue // partition 0
+	done  atomic.Bool  // checked: err holds the outcome
+	mu    sync.Mutex
+	err   error
+}
+
+// check runs the check the first time it is called (and again after a
+// failed round trip); later calls cost an atomic load.
+func (l *layout) check(ctx context.Context, bg *store.Calls) error {
+	if l == nil {
+		return nil
+	}
+	if l.done.Load() {
+		return l.err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done.Load() {
+		return l.err
+	}
+	got, err := store.Await(ctx, nil, bg, func(ctx context.Context) (int, error) {
+		return l.meta.Partitions(ctx, l.n)
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("read the number of partitions: %w", err)
+	}
+	if got != l.n {
+		l.err = fmt.Errorf("%w: queue %s has %d partitions in Redis, this process opened it with %d (blocking.WithPartitions)",
+			ErrInvalidQueue, l.meta.K.Name, got, l.n)
+	}
+	l.done.Store(true)
+	return l.err
+}
+
+// failed returns the check's error once it is known.
+func (l *layout) failed() error {
+	if l == nil || !l.done.Load() {
+		return nil
+	}
+	return l.err
+}
+
+// CheckLayout makes sure this process agrees with Redis on the queue's
+// number of partitions: one round trip on the first call, none after.
+func (c *Core) CheckLayout(ctx context.Context) error { return c.layout.check(ctx, &c.bg) }
+
+// Partitions is the number of partitions the queue was opened with.
+func (c *Core) Partitions() int {
+	if c.layout == nil {
+		return 1
+	}
+	return c.layout.n
+}
+
+// Partition returns the core of partition i (1..Partitions()-1) of the
+// queue whose partition 0 is c: the same settings over the keys of
+// partition i. Partitions other than 0 do not announce the queue, and
+// report no depth of their own (partition 0 reports the queue's, see
+// SetDepths).
+func (c *Core) Partition(i int) *Core {
+	p := &Core{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, closing: make(chan struct{})}
+	if c.err == nil {
+		p.Store = c.Store.Client().Queue(p.Keys)
+		p.Tel = telemetry.New(c.Cfg.Telemetry, p.Keys.Name)
+	}
+	return p
+}
+
+// SetDepths replaces what the depth gauge of c reads (before the first
+// consuming call): partition 0 of a partitioned queue reports the sum
+// over every partition.
+func (c *Core) SetDepths(f func(context.Context) (store.Depths, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.depths = f
+}
+
+// checkPartitions validates a number of partitions.
+func checkPartitions(n int) error {
+	if n < 1 || n > keys.MaxPartitions {
+		return fmt.Errorf("WithPartitions(%d): must be 1..%d", n, keys.MaxPartitions)
+	}
+	return nil
+}
