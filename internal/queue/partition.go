@@ -16,11 +16,11 @@ import (
 // it when none is). It is shared by the cores of every partition of one
 // queue and of their dead letters.
 type layout struct {
-	n     int
-	meta  *store.Queue // partition 0
-	done  atomic.Bool  // checked: err holds the outcome
-	mu    sync.Mutex
-	err   error
+	n    int
+	meta *store.Queue // partition 0
+	done atomic.Bool  // checked: err holds the outcome
+	mu   sync.Mutex
+	err  error
 }
 
 // check runs the check the first time it is called (and again after a
