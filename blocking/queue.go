@@ -38,9 +38,26 @@ func init() {
 		}
 		return nil
 	}
+	queue.PartsOf = func(q any) []*queue.Core {
+		if x, ok := q.(interface{ partCores() []*queue.Core }); ok {
+			return x.partCores()
+		}
+		return nil
+	}
 }
 
 func (q *Queue[T]) queueCore() *queue.Core { return q.core }
+
+func (q *Queue[T]) partCores() []*queue.Core {
+	if q.parts == nil {
+		return nil
+	}
+	cores := make([]*queue.Core, len(q.parts))
+	for i, p := range q.parts {
+		cores[i] = p.core
+	}
+	return cores
+}
 
 // New returns the queue called name on rdb: a *redis.Client, a
 // *redis.ClusterClient, or a failover (Sentinel) client. A *redis.Ring is

@@ -24,7 +24,12 @@ const batchPipeline = 8
 // with an error come the IDs of the chunks offered before the first failed
 // one (the failed chunk, and later chunks of the same round trip, may have
 // been offered too).
-// Values due at the same time become ready in slice order. Each chunk is
+// On a queue opened with blocking.WithPartitions, the values are split by
+// the partition of their generated IDs and each partition's share goes as
+// above, the partitions at once: with an error come the IDs (in slice
+// order) of the chunks known offered, in every partition, and no promise
+// is made about the others. Values due at the same time become ready in
+// slice order (within a partition, when partitioned). Each chunk is
 // idempotent on resend, like Offer. WithHeaders and WithPriority apply to
 // every item;
 // WithID, WithReplace, WithDebounce and WithUniqueFor are refused
@@ -48,12 +53,19 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)
 	}
 	ctx, span, trace := d.core.Tel.StartSendBatch(ctx, len(values), delay)
-	ids, err := d.offerBatch(ctx, values, delay, o.headers, trace, o.prio)
+	var ids []string
+	var err error
+	if d.parts != nil {
+		ids, err = d.offerBatchParts(ctx, values, delay, o.headers, trace, o.prio)
+	} else {
+		ids, err = d.offerBatch(ctx, values, nil, delay, o.headers, trace, o.prio)
+	}
 	d.core.Tel.Sent(ctx, span, len(ids), err)
 	return ids, err
 }
 
-func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, user, trace map[string]string, priority int) ([]string, error) {
+// offerBatch offers values under the IDs given (generated when nil).
+func (d *Queue[T]) offerBatch(ctx context.Context, values []T, given []string, delay time.Duration, user, trace map[string]string, priority int) ([]string, error) {
 	name := d.core.Name()
 	ids := make([]string, 0, len(values))
 	group := batchChunk * batchPipeline
@@ -72,7 +84,12 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 			lanes = append(lanes, lane)
 			c := &store.OfferCall{Lane: lane.Name, Nonce: lane.Nonce(), Items: make([]store.OfferItem, len(chunk))}
 			for i, v := range chunk {
-				id := queue.NewID()
+				var id string
+				if given != nil {
+					id = given[gStart+cStart+i]
+				} else {
+					id = queue.NewID()
+				}
 				env, err := d.core.Encode(id, v, user, trace, priority)
 				if err != nil {
 					release()
