@@ -222,7 +222,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if q.parts != nil {
 		return q.statsParts(ctx)
 	}
-	st, err := queue.Call(ctx, q.core, q.core.Store.Stats, nil)
+	st, err := q.core.Stats(ctx)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
 	}

@@ -123,7 +123,11 @@ func wrap(op, name string, err error) error {
 // type (Stats, Pause, Resume). blocking.New makes no network call and
 // starts nothing, so the queue needs no Close.
 func (in *Inspector) typed(name string, t target) *blocking.Queue[[]byte] {
-	return blocking.New[[]byte](in.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithPartitions(len(t.parts)))
+	q := blocking.New[[]byte](in.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithPartitions(len(t.parts)))
+	if c := iqueue.CoreOf(q); c != nil {
+		c.LayoutKnown() // open just read it
+	}
+	return q
 }
 
 // Queues returns the name of every queue announced on this Redis, in name

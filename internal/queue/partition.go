@@ -43,12 +43,60 @@ func (l *layout) check(ctx context.Context, bg *store.Calls) error {
 	if err != nil {
 		return fmt.Errorf("read the number of partitions: %w", err)
 	}
+	return l.settle(got)
+}
+
+// settle records the number of partitions read from Redis, and returns
+// the error every call returns from then on if it is not the one this
+// process opened the queue with.
+func (l *layout) settle(got int) error {
 	if got != l.n {
-		l.err = fmt.Errorf("%w: queue %s has %d partitions in Redis, this process opened it with %d (blocking.WithPartitions)",
-			ErrInvalidQueue, l.meta.K.Name, got, l.n)
+		l.err = &LayoutError{Queue: l.meta.K.Name, Recorded: got, Opened: l.n}
 	}
 	l.done.Store(true)
 	return l.err
+}
+
+// LayoutError: a process opened a queue with another number of partitions
+// than the one recorded in Redis. It wraps ErrInvalidQueue.
+type LayoutError struct {
+	Queue            string
+	Recorded, Opened int
+}
+
+func (e *LayoutError) Error() string {
+	return fmt.Sprintf("%v: queue %s has %d partitions in Redis, this process opened it with %d (blocking.WithPartitions)",
+		ErrInvalidQueue, e.Queue, e.Recorded, e.Opened)
+}
+
+func (e *LayoutError) Unwrap() error { return ErrInvalidQueue }
+
+// Stats reads the queue's stats in one round trip, the check of its
+// number of partitions included when it is due.
+func (c *Core) Stats(ctx context.Context) (store.Stats, error) {
+	if c.layout == nil || c.layout.done.Load() {
+		return Call(ctx, c, c.Store.Stats, nil)
+	}
+	type result struct {
+		st store.Stats
+		n  int
+	}
+	r, err := store.Await(ctx, nil, &c.bg, func(ctx context.Context) (result, error) {
+		st, n, err := c.Store.StatsPartitions(ctx, c.layout.meta.K.Meta)
+		return result{st, n}, err
+	}, nil)
+	if err != nil {
+		return store.Stats{}, err
+	}
+	c.layout.mu.Lock()
+	defer c.layout.mu.Unlock()
+	if !c.layout.done.Load() {
+		c.layout.settle(r.n)
+	}
+	if err := c.layout.err; err != nil {
+		return store.Stats{}, err
+	}
+	return r.st, nil
 }
 
 // failed returns the check's error once it is known.
@@ -62,6 +110,15 @@ func (l *layout) failed() error {
 // CheckLayout makes sure this process agrees with Redis on the queue's
 // number of partitions: one round trip on the first call, none after.
 func (c *Core) CheckLayout(ctx context.Context) error { return c.layout.check(ctx, &c.bg) }
+
+// LayoutKnown tells c that its caller has just read the queue's number of
+// partitions from Redis and opened it with that number (the inspector):
+// the check is skipped.
+func (c *Core) LayoutKnown() {
+	if c.layout != nil {
+		c.layout.done.Store(true)
+	}
+}
 
 // Partitions is the number of partitions the queue was opened with.
 func (c *Core) Partitions() int {
