@@ -292,3 +292,6 @@ func TestPartitionConsume(t *testing.T) {
 		}
 	})
 }
+
+// partOf is the partition of an ID.
+func partOf(id string, n int) int { return keys.PartitionOf(id, n) }
