@@ -408,22 +408,26 @@ func byPart[T any](ds []*Delivery[T]) (parts []*Queue[T], groups [][]int) {
 }
 
 // ackAny acks deliveries that may come from several partitions: one
-// round trip per partition.
+// round trip per partition, all at once.
 func (q *Queue[T]) ackAny(ctx context.Context, ds []*Delivery[T]) []error {
 	if q.parts == nil {
 		return q.ackAll(ctx, ds)
 	}
 	errs := make([]error, len(ds))
 	parts, groups := byPart(ds)
-	for g, p := range parts {
-		sub := make([]*Delivery[T], len(groups[g]))
-		for j, i := range groups[g] {
-			sub[j] = ds[i]
-		}
-		for j, err := range p.ackAll(ctx, sub) {
-			errs[groups[g][j]] = err
-		}
+	var wg sync.WaitGroup
+	for g, p := range parts { // the partitions at once: one round trip of latency
+		wg.Go(func() {
+			sub := make([]*Delivery[T], len(groups[g]))
+			for j, i := range groups[g] {
+				sub[j] = ds[i]
+			}
+			for j, err := range p.ackAll(ctx, sub) {
+				errs[groups[g][j]] = err
+			}
+		})
 	}
+	wg.Wait()
 	return errs
 }
 
