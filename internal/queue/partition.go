@@ -24,16 +24,13 @@ type layout struct {
 }
 
 // check runs the check the first time it is called (and again after a
-// failed round trip); later calls cost an atomic load.
+// failed round trip); later calls cost an atomic load. Calls that start
+// together each read (so that each gives up when its own ctx ends); the
+// first reply settles it.
 func (l *layout) check(ctx context.Context, bg *store.Calls) error {
 	if l == nil {
 		return nil
 	}
-	if l.done.Load() {
-		return l.err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.done.Load() {
 		return l.err
 	}
@@ -42,6 +39,11 @@ func (l *layout) check(ctx context.Context, bg *store.Calls) error {
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("read the number of partitions: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done.Load() {
+		return l.err
 	}
 	return l.settle(got)
 }
