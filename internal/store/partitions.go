@@ -13,25 +13,24 @@ import (
 // Partitions records n as the queue's number of partitions in its meta
 // hash unless one is recorded already, and returns the recorded number
 // (1 when none is). n <= 1 records nothing: a queue of one partition keeps
-// the layout it always had. One round trip.
+// the layout it always had, and pays one HGET. Plain commands, not a
+// pipeline: go-redis keeps pipelines on connections of their own.
 func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
-	var got *redis.StringCmd
-	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if n > 1 {
-			p.HSetNX(ctx, q.K.Meta, keys.MetaPartitions, n)
+	if n > 1 {
+		if err := q.c.rdb.HSetNX(ctx, q.K.Meta, keys.MetaPartitions, n).Err(); err != nil {
+			return 0, err
 		}
-		got = p.HGet(ctx, q.K.Meta, keys.MetaPartitions)
-		return nil
-	})
+	}
+	got, err := q.c.rdb.HGet(ctx, q.K.Meta, keys.MetaPartitions).Result()
 	if errors.Is(err, redis.Nil) {
 		return 1, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	v, err := strconv.Atoi(got.Val())
+	v, err := strconv.Atoi(got)
 	if err != nil || v < 1 {
-		return 0, errors.New("field " + keys.MetaPartitions + " of " + q.K.Meta + " is not a positive number: " + strconv.Quote(got.Val()))
+		return 0, errors.New("field " + keys.MetaPartitions + " of " + q.K.Meta + " is not a positive number: " + strconv.Quote(got))
 	}
 	return v, nil
 }
