@@ -70,6 +70,12 @@ func WithoutTransfer() Option {
 // given, New starts this process's transfer for q's due items at once (no
 // network call: it subscribes in the background); it runs until Close.
 // New never fails: a problem with q is returned by every call.
+//
+// When q was opened with blocking.WithPartitions, each item goes to the
+// partition of its ID (calls by ID stay one call on one partition), Size,
+// Clear and List cover every partition, due order holds within a
+// partition, and the transfer runs for every partition. Recurring
+// schedules live in partition 0.
 func New[T any](q *blocking.Queue[T], opts ...Option) *Queue[T] {
 	var core *queue.Core
 	if q != nil && queue.CoreOf != nil {
