@@ -63,7 +63,10 @@ func checkPage(what string, n int) error {
 // Peek returns up to n of the ready items in the order Take would return
 // them (the next one first), without removing or leasing them. O(n). Items
 // that cannot be decoded into T are left out and logged (the inspect
-// package shows them raw). n must be 1 to MaxPage.
+// package shows them raw). n must be 1 to MaxPage. On a queue opened
+// WithPartitions, Peek reads n items of each partition and returns the n
+// first by priority, then due time: each partition hands its own out in
+// that order, but which partition a consumer probes first varies.
 func (q *Queue[T]) Peek(ctx context.Context, n int) ([]Item[T], error) {
 	if err := q.core.Err(); err != nil {
 		return nil, err

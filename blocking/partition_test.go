@@ -295,3 +295,52 @@ func TestPartitionConsume(t *testing.T) {
 
 // partOf is the partition of an ID.
 func partOf(id string, n int) int { return keys.PartitionOf(id, n) }
+
+// TestPartitionDeadLetters: items dead-lettered in every partition are in
+// the partitioned dead-letter queue, and Redrive brings each back to its
+// partition.
+func TestPartitionDeadLetters(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		const n = 4
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name, blocking.WithPartitions(n), blocking.WithMaxAttempts(1))
+		t.Cleanup(func() { _ = q.Close() })
+		for p := range n {
+			if _, err := q.Offer(ctx, idIn(p, n), blocking.WithID(idIn(p, n))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range n {
+			d, err := q.Receive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Nack(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for p := range n {
+			if c, _ := rdb.LLen(ctx, partKeys(name, p).DeadReady).Result(); c != 1 {
+				t.Fatalf("partition %d holds %d dead letters, want 1", p, c)
+			}
+		}
+		if s, err := q.DeadLetters().Size(ctx); err != nil || s != n {
+			t.Fatalf("DeadLetters().Size = %d, %v", s, err)
+		}
+		if err := q.RedriveID(ctx, idIn(2, n)); err != nil {
+			t.Fatal(err)
+		}
+		if moved, err := q.Redrive(ctx, 0); err != nil || moved != n-1 {
+			t.Fatalf("Redrive = %d, %v; want %d", moved, err, n-1)
+		}
+		if s, err := q.Size(ctx); err != nil || s != n {
+			t.Fatalf("Size after Redrive = %d, %v", s, err)
+		}
+		for p := range n {
+			if c, _ := rdb.LLen(ctx, partKeys(name, p).Ready).Result(); c != 1 {
+				t.Fatalf("partition %d holds %d ready items after Redrive, want 1", p, c)
+			}
+		}
+	})
+}
