@@ -344,3 +344,68 @@ func TestPartitionDeadLetters(t *testing.T) {
 		}
 	})
 }
+
+// TestPartitionPause: Pause stops every partition (Poll times out, a
+// blocked Receive waits), Resume lets the waiting calls go on.
+func TestPartitionPause(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		const n = 4
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name, blocking.WithPartitions(n))
+		t.Cleanup(func() { _ = q.Close() })
+		if _, ok, err := q.Poll(ctx, 0); ok || err != nil { // starts the background work
+			t.Fatalf("Poll = %v, %v", ok, err)
+		}
+		if err := q.Pause(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for p := range n {
+			if v, _ := rdb.HGet(ctx, partKeys(name, p).Meta, "paused").Result(); v == "" {
+				t.Fatalf("partition %d not paused", p)
+			}
+		}
+		for p := range n {
+			if _, err := q.Offer(ctx, idIn(p, n), blocking.WithID(idIn(p, n))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok, err := q.Poll(ctx, 200*time.Millisecond); ok || err != nil {
+			t.Fatalf("Poll on a paused queue = %v, %v", ok, err)
+		}
+		got := make(chan *blocking.Delivery[string], n)
+		for range n {
+			go func() {
+				d, err := q.Receive(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- d
+			}()
+		}
+		time.Sleep(100 * time.Millisecond)
+		select {
+		case d := <-got:
+			t.Fatalf("Receive on a paused queue = %+v", d)
+		default:
+		}
+		if st, err := q.Stats(ctx); err != nil || !st.Paused || st.Ready != n {
+			t.Fatalf("Stats while paused = %+v, %v", st, err)
+		}
+		if err := q.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for range n {
+			d := <-got
+			if d == nil {
+				t.FailNow()
+			}
+			seen[d.ID] = true
+			_ = d.Ack(ctx)
+		}
+		if len(seen) != n {
+			t.Fatalf("after Resume: %v", seen)
+		}
+	})
+}
