@@ -111,8 +111,9 @@ const maxRateAhead = time.Second
 // whatever the number of processes. Every process should pass the same
 // rate (each spaces its own starts by its own per/n on the shared
 // timeline). A start handed to a process that dies is not reused, so a
-// crash can only lower the rate. Default: none. n at least 1, per at least
-// 1 ms, per/n at least 1 µs.
+// crash can only lower the rate. Not available on a queue of several
+// partitions (WithPartitions): Consume returns [ErrInvalidArgument].
+// Default: none. n at least 1, per at least 1 ms, per/n at least 1 µs.
 func WithRateLimit(n int, per time.Duration) ConsumeOption {
 	return func(o *consumeOptions) {
 		if n < 1 || per < time.Millisecond || per/time.Duration(n) < time.Microsecond {
@@ -131,8 +132,9 @@ func WithRateLimit(n int, per time.Duration) ConsumeOption {
 // option leases only for idle handlers (no lease ahead), and waits for a
 // lease to end without polling: each delivery it settles wakes one waiting
 // consumer (one more round trip per item). A crashed process's share comes
-// back when its leases expire (WithVisibilityTimeout). Default: none; at
-// least 1.
+// back when its leases expire (WithVisibilityTimeout). Not available on a
+// queue of several partitions (WithPartitions): Consume returns
+// [ErrInvalidArgument]. Default: none; at least 1.
 func WithGlobalConcurrency(n int) ConsumeOption {
 	return func(o *consumeOptions) {
 		if n < 1 {
@@ -199,13 +201,18 @@ func (q *Queue[T]) Consume(ctx context.Context, handler Handler[T], opts ...Cons
 	if handler == nil {
 		o.fail(errors.New("nil handler"))
 	}
+	if q.parts != nil && (o.limits.Interval > 0 || o.limits.Concurrency > 0) {
+		// One script cannot see the partitions' keys (other slots), so
+		// the limits could not be kept across them.
+		o.fail(fmt.Errorf("WithRateLimit and WithGlobalConcurrency cannot be used on a queue of %d partitions (WithPartitions)", len(q.parts)))
+	}
 	if o.err != nil {
 		return fmt.Errorf("consume %s: %w: %w", q.Name(), ErrInvalidArgument, o.err)
 	}
 	if err := q.core.Err(); err != nil {
 		return err
 	}
-	if err := q.core.StartBackground(ctx); err != nil {
+	if err := q.start(ctx); err != nil {
 		return err
 	}
 	c := &consumer[T]{
@@ -526,16 +533,14 @@ func (c *consumer[T]) release(ds []*Delivery[T]) {
 		return
 	}
 	defer c.freed(len(ds))
-	tokens := make([]string, len(ds))
-	for i, d := range ds {
-		tokens[i] = d.token
-	}
-	_, err := queue.Call(c.handlerBg, c.q.core, func(ctx context.Context) (int64, error) {
-		return c.q.core.Store.Release(ctx, tokens)
-	}, nil)
-	if err != nil {
-		c.q.core.Cfg.Logger.Warn("redelay: could not give items back; they return after the visibility timeout",
-			"queue", c.q.Name(), "items", len(ds), "err", err)
+	for p, tokens := range tokensByPart(ds) { // one partition unless WithPartitions
+		_, err := queue.Call(c.handlerBg, p.core, func(ctx context.Context) (int64, error) {
+			return p.core.Store.Release(ctx, tokens)
+		}, nil)
+		if err != nil {
+			c.q.core.Cfg.Logger.Warn("redelay: could not give items back; they return after the visibility timeout",
+				"queue", c.q.Name(), "items", len(tokens), "err", err)
+		}
 	}
 }
 
@@ -634,7 +639,7 @@ func (c *consumer[T]) settleAcks() {
 		for _, r := range batch {
 			ds = append(ds, r.d)
 		}
-		for i, err := range c.q.ackAll(c.handlerBg, ds) {
+		for i, err := range c.q.ackAny(c.handlerBg, ds) {
 			batch[i].done <- err
 		}
 	}
@@ -674,7 +679,7 @@ func (c *consumer[T]) extendLeases(stop <-chan struct{}) {
 		c.mu.Unlock()
 		for len(ds) > 0 {
 			n := min(len(ds), maxReceive)
-			if _, err := c.q.extend(c.handlerBg, vis, ds[:n]); err != nil {
+			if err := c.q.extendAny(c.handlerBg, vis, ds[:n]); err != nil {
 				c.q.core.Cfg.Logger.Warn("redelay: lease extension failed", "queue", c.q.Name(), "leases", n, "err", err)
 			}
 			ds = ds[n:]

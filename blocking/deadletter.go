@@ -20,6 +20,9 @@ const redriveBatch = 500
 func (q *Queue[T]) DeadLetters() *Queue[T] {
 	q.deadMu.Lock()
 	defer q.deadMu.Unlock()
+	if q.dead == nil && q.parts != nil {
+		q.dead = q.deadParts()
+	}
 	if q.dead == nil {
 		q.dead = &Queue[T]{core: q.core.Child("dead")}
 		if q.core.Err() != nil { // already closed: so is a queue opened from it
@@ -37,6 +40,9 @@ func (q *Queue[T]) Redrive(ctx context.Context, max int) (int, error) {
 		return 0, err
 	}
 	total := 0
+	if q.parts != nil {
+		return q.redriveParts(ctx, max)
+	}
 	for max <= 0 || total < max {
 		batch := redriveBatch
 		if max > 0 {

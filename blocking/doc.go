@@ -78,6 +78,16 @@
 // was done on the master only. docs/reliability.md measures what a
 // Sentinel failover, a Cluster failover and a slot move cost a queue.
 //
+// # Partitions
+//
+// Every key of a queue shares one hash tag, so a Redis Cluster serves a
+// queue from one master. [WithPartitions] spreads one queue over n hash
+// tags (and so over up to n masters): an item lives in the partition its
+// ID hashes to, calls by ID go to that partition, counts cover them all,
+// and Take, Receive and Consume take from every partition in turn.
+// Ordering holds within a partition; the README's "Partitions" section
+// gives the connection budget.
+//
 // # Resends
 //
 // go-redis sends a command again when its reply is lost. Every call of the

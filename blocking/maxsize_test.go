@@ -259,3 +259,60 @@ func TestMaxSizeBatchWithReplicaAck(t *testing.T) {
 		t.Fatalf("after a refused batch the master holds %d, want 900", n)
 	}
 }
+
+// A partitioned queue bounds each partition at its share of the bound, so
+// the whole never goes past it; the limits of Consume are refused there.
+func TestFlowControlWithPartitions(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		const bound, parts = 40, 4
+		q := blocking.New[int](rdb, name, blocking.WithMaxSize(bound), blocking.WithPartitions(parts))
+		defer q.Close()
+		stored := 0
+		for i := range 200 {
+			_, err := q.Offer(ctx, i)
+			switch {
+			case err == nil:
+				stored++
+			case !errors.Is(err, blocking.ErrQueueFull):
+				t.Fatal(err)
+			}
+		}
+		n, err := q.Size(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != int64(stored) || stored != bound {
+			t.Fatalf("%d offers stored, Size %d; want %d: each of %d partitions full at %d", stored, n, bound, parts, bound/parts)
+		}
+		if bad := blocking.New[int](rdb, name, blocking.WithMaxSize(3), blocking.WithPartitions(parts)); !errors.Is(bad.Close(), nil) {
+			t.Fatal("Close of an invalid queue failed")
+		} else if _, err := bad.Offer(ctx, 1); !errors.Is(err, blocking.ErrInvalidQueue) {
+			t.Fatalf("a bound below the partitions: %v, want ErrInvalidQueue", err)
+		}
+		h := func(context.Context, *blocking.Delivery[int]) error { return nil }
+		for _, opt := range []blocking.ConsumeOption{blocking.WithRateLimit(10, time.Second), blocking.WithGlobalConcurrency(2)} {
+			if err := q.Consume(ctx, h, opt); !errors.Is(err, blocking.ErrInvalidArgument) {
+				t.Fatalf("Consume with a limit on partitions: %v, want ErrInvalidArgument", err)
+			}
+		}
+	})
+}
+
+// Every partition of a queue with replica acknowledgement waits for its
+// replicas: with none, every offer, in whichever partition, says so.
+func TestReplicaAckEveryPartition(t *testing.T) {
+	rdb := redistest.Standalone(t) // no replica
+	ctx := context.Background()
+	q := blocking.New[int](rdb, redistest.QueueName(t), blocking.WithPartitions(4), blocking.WithReplicaAck(1, 20*time.Millisecond))
+	defer q.Close()
+	for i := range 16 {
+		if id, err := q.Offer(ctx, i); !errors.Is(err, blocking.ErrNotReplicated) || id == "" {
+			t.Fatalf("offer %d: %q, %v; want its ID and ErrNotReplicated", i, id, err)
+		}
+	}
+	if n, _ := q.Size(ctx); n != 16 {
+		t.Fatalf("Size %d, want 16 (stored on the master)", n)
+	}
+}

@@ -63,13 +63,19 @@ func checkPage(what string, n int) error {
 // Peek returns up to n of the ready items in the order Take would return
 // them (the next one first), without removing or leasing them. O(n). Items
 // that cannot be decoded into T are left out and logged (the inspect
-// package shows them raw). n must be 1 to MaxPage.
+// package shows them raw). n must be 1 to MaxPage. On a queue opened
+// WithPartitions, Peek reads n items of each partition and returns the n
+// first by priority, then due time: each partition hands its own out in
+// that order, but which partition a consumer probes first varies.
 func (q *Queue[T]) Peek(ctx context.Context, n int) ([]Item[T], error) {
 	if err := q.core.Err(); err != nil {
 		return nil, err
 	}
 	if err := checkPage("peek: count", n); err != nil {
 		return nil, fmt.Errorf("peek %s: %w", q.Name(), err)
+	}
+	if q.parts != nil {
+		return q.peekParts(ctx, n)
 	}
 	entries, err := queue.Call(ctx, q.core, func(ctx context.Context) ([]store.Entry, error) {
 		return q.core.Store.ListReady(ctx, 0, n)
@@ -115,6 +121,9 @@ func (q *Queue[T]) ReceiveBatch(ctx context.Context, max int) ([]*Delivery[T], e
 func (q *Queue[T]) TakeBatch(ctx context.Context, max int) ([]T, error) {
 	if max < 1 || max > maxReceive {
 		return nil, fmt.Errorf("take %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
+	}
+	if q.parts != nil {
+		return q.takeBatchParts(ctx, max)
 	}
 	if err := q.core.StartBackground(ctx); err != nil {
 		return nil, err
@@ -177,6 +186,9 @@ func (q *Queue[T]) Purge(ctx context.Context) (int64, error) {
 	if err := q.core.Err(); err != nil {
 		return 0, err
 	}
+	if q.parts != nil {
+		return sumParts(ctx, q, "purge", (*Queue[T]).Purge)
+	}
 	n, err := queue.Call(ctx, q.core, func(ctx context.Context) (int64, error) {
 		return q.core.Store.Purge(ctx, store.PartReady)
 	}, nil)
@@ -210,7 +222,10 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err := q.core.Err(); err != nil {
 		return Stats{}, err
 	}
-	st, err := queue.Call(ctx, q.core, q.core.Store.Stats, nil)
+	if q.parts != nil {
+		return q.statsParts(ctx)
+	}
+	st, err := q.core.Stats(ctx)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
 	}
@@ -245,6 +260,12 @@ func statsOf(st store.Stats) Stats {
 // (1 s by default) if the notification is lost. Pausing a paused queue is
 // harmless.
 func (q *Queue[T]) Pause(ctx context.Context) error {
+	if q.parts != nil {
+		if err := q.setPausedParts(ctx, true); err != nil {
+			return fmt.Errorf("pause %s: %w", q.Name(), err)
+		}
+		return nil
+	}
 	if err := q.core.SetPaused(ctx, true); err != nil {
 		return fmt.Errorf("pause %s: %w", q.Name(), err)
 	}
@@ -255,6 +276,12 @@ func (q *Queue[T]) Pause(ctx context.Context) error {
 // (within the sweep interval if the notification is lost). Resuming a
 // queue that is not paused is harmless.
 func (q *Queue[T]) Resume(ctx context.Context) error {
+	if q.parts != nil {
+		if err := q.setPausedParts(ctx, false); err != nil {
+			return fmt.Errorf("resume %s: %w", q.Name(), err)
+		}
+		return nil
+	}
 	if err := q.core.SetPaused(ctx, false); err != nil {
 		return fmt.Errorf("resume %s: %w", q.Name(), err)
 	}
@@ -272,6 +299,9 @@ func (q *Queue[T]) RedriveID(ctx context.Context, id string) error {
 	}
 	if _, err := queue.OfferID(id, true, nil); err != nil {
 		return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
+	}
+	if q.parts != nil {
+		return q.route(id).RedriveID(ctx, id)
 	}
 	type hit struct {
 		e     store.Entry

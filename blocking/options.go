@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/transfer"
 )
@@ -145,6 +146,12 @@ func WithMaxAttempts(n int) Option {
 // concurrent producers in any number of processes never take the queue
 // past n. delayed.OfferBatch fits as a whole or not at all. Every process
 // that offers should set the same n. Default: no bound; at least 1.
+//
+// With WithPartitions(p), each partition holds at most n/p items (rounded
+// down; n must be at least p), so the queue never holds more than n, and
+// an offer is refused when its item's partition is full, which can happen
+// a little before the queue as a whole holds n. A bounded OfferBatch is
+// then all or nothing per partition.
 func WithMaxSize(n int64) Option {
 	return func(o *options) {
 		if n < 1 {
@@ -216,4 +223,25 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // propagation.TraceContext{}). nil means the default.
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(o *options) { o.cfg.Telemetry.Propagator = p }
+}
+
+// WithPartitions spreads the queue over n sets of keys, each with a hash
+// tag of its own, so that a Redis Cluster spreads it over up to n slots
+// and therefore masters (see the README, "Partitions"). An item lives in
+// the partition its ID hashes to; Take, Poll, Receive and Consume take
+// from every partition, in turn. Ordering holds within a partition only.
+//
+// Every process must open the queue with the same n: the first process
+// records it in Redis, and a process that opens the queue with another n
+// (WithPartitions absent means 1) gets [ErrInvalidQueue] naming both,
+// from its first call. Default 1: the layout of a queue without
+// partitions, at the same cost. n must be 1 to 256.
+func WithPartitions(n int) Option {
+	return func(o *options) {
+		if n < 1 || n > keys.MaxPartitions {
+			o.fail(fmt.Errorf("WithPartitions(%d): must be 1..%d", n, keys.MaxPartitions))
+			return
+		}
+		o.cfg.Partitions = n
+	}
 }

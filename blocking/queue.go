@@ -18,7 +18,14 @@ import (
 // Queue is a typed, Redis-backed FIFO queue of T. It is safe for concurrent
 // use by many goroutines and by many processes sharing the Redis server.
 type Queue[T any] struct {
-	core *queue.Core
+	core *queue.Core // partition 0's when partitioned
+
+	// parts are the partitions of a queue opened WithPartitions(n > 1):
+	// ordinary queues over each partition's keys (parts[0].core is core);
+	// nil for a queue of one partition. fan hands them items to waiting
+	// callers (partition.go).
+	parts []*Queue[T]
+	fan   *fanIn[T]
 
 	deadMu sync.Mutex
 	dead   *Queue[T] // created by the first DeadLetters call
@@ -31,9 +38,26 @@ func init() {
 		}
 		return nil
 	}
+	queue.PartsOf = func(q any) []*queue.Core {
+		if x, ok := q.(interface{ partCores() []*queue.Core }); ok {
+			return x.partCores()
+		}
+		return nil
+	}
 }
 
 func (q *Queue[T]) queueCore() *queue.Core { return q.core }
+
+func (q *Queue[T]) partCores() []*queue.Core {
+	if q.parts == nil {
+		return nil
+	}
+	cores := make([]*queue.Core, len(q.parts))
+	for i, p := range q.parts {
+		cores[i] = p.core
+	}
+	return cores
+}
 
 // New returns the queue called name on rdb: a *redis.Client, a
 // *redis.ClusterClient, or a failover (Sentinel) client. A *redis.Ring is
@@ -52,7 +76,11 @@ func New[T any](rdb redis.UniversalClient, name string, opts ...Option) *Queue[T
 			opt(&o)
 		}
 	}
-	return &Queue[T]{core: queue.New(rdb, name, o.cfg, o.err)}
+	q := &Queue[T]{core: queue.New(rdb, name, o.cfg, o.err)}
+	if o.cfg.Partitions > 1 && q.core.Err() == nil {
+		q.partition()
+	}
+	return q
 }
 
 // Name returns the queue's name.
@@ -152,7 +180,7 @@ func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string,
 		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
 	ctx, span, trace := q.core.Tel.StartSend(ctx, id, 0)
-	err = q.offer(ctx, id, v, &o, trace)
+	err = q.route(id).offer(ctx, id, v, &o, trace)
 	q.core.Tel.Sent(ctx, span, offered(err), err)
 	return queue.OfferResult(id, err)
 }
@@ -210,6 +238,9 @@ func (q *Queue[T]) Poll(ctx context.Context, timeout time.Duration) (v T, ok boo
 }
 
 func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error) {
+	if q.parts != nil {
+		return q.takeParts(ctx, deadline)
+	}
 	var zero T
 	if err := q.core.StartBackground(ctx); err != nil {
 		return zero, false, err
@@ -313,6 +344,12 @@ func (q *Queue[T]) wait(ctx context.Context, deadline time.Time) ([]byte, error)
 	if raw == nil {
 		return nil, nil
 	}
+	return q.finishClaim(ctx, raw, claimed)
+}
+
+// finishClaim takes an item a wait claimed at claimed (nil when it went
+// back: the queue was paused meanwhile, or the reclaimer gave it back).
+func (q *Queue[T]) finishClaim(ctx context.Context, raw []byte, claimed time.Time) ([]byte, error) {
 	if paused, _ := q.core.Paused(ctx); paused {
 		// Paused while this wait was blocked: the item goes back first in
 		// line, and take waits for Resume.
@@ -442,6 +479,9 @@ func (q *Queue[T]) Size(ctx context.Context) (int64, error) {
 	if err := q.core.Err(); err != nil {
 		return 0, err
 	}
+	if q.parts != nil {
+		return sumParts(ctx, q, "size", (*Queue[T]).Size)
+	}
 	n, err := queue.Call(ctx, q.core, q.core.Store.ReadyLen, nil)
 	if err != nil {
 		return 0, fmt.Errorf("size %s: %w", q.Name(), err)
@@ -458,6 +498,9 @@ func (q *Queue[T]) Size(ctx context.Context) (int64, error) {
 // while Redis is unreachable. Calls after Close return ErrClosed; closing
 // twice is harmless.
 func (q *Queue[T]) Close() error {
+	if q.parts != nil {
+		return q.closeParts()
+	}
 	err := q.core.Close()
 	q.deadMu.Lock()
 	dead := q.dead

@@ -90,6 +90,9 @@ const maxReceive = 256
 // receive waits (until the next start the rate limit allows, or for a
 // lease to end) without polling.
 func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.Duration, lim store.Limits) ([]*Delivery[T], error) {
+	if q.parts != nil {
+		return q.receiveParts(ctx, max, backoff) // Consume refuses the limits with partitions
+	}
 	if err := q.core.StartBackground(ctx); err != nil {
 		return nil, err
 	}

@@ -333,6 +333,7 @@ func TestResentImmediateOfferStoredOnce(t *testing.T) {
 		t.Parallel()
 		e := rsStart(t, 500*time.Millisecond, 2)
 		q := blocking.New[string](e.rdb, e.name)
+		rsChecked(t, e.ctx, q)
 		e.warm(3)
 		evals := e.calls("evalsha")
 		var id string
@@ -361,6 +362,7 @@ func TestResentImmediateOfferStoredOnce(t *testing.T) {
 		t.Parallel()
 		e := rsStart(t, 300*time.Millisecond, 1)
 		q := blocking.New[string](e.rdb, e.name)
+		rsChecked(t, e.ctx, q)
 		e.warm(3)
 		evals := e.calls("evalsha")
 		release2 := e.p.HoldNextReply() // taken by the first reply, then the resend's
@@ -415,6 +417,7 @@ func TestResentImmediateOfferStoredOnce(t *testing.T) {
 		})
 		t.Cleanup(func() { _ = rdb.Close() })
 		q := blocking.New[string](rdb, k.Name)
+		rsChecked(t, ctx, q)
 		// Idle connections, used last-in first-out: c1 (p1) then c2 (p2).
 		c1 := rdb.Conn()
 		if err := c1.Ping(ctx).Err(); err != nil {
@@ -477,6 +480,16 @@ func TestResentImmediateOfferStoredOnce(t *testing.T) {
 	})
 }
 
+// rsChecked makes q's one-time check of its number of partitions (the
+// first call of a process that touches the queue reads it) before a test
+// holds or counts replies.
+func rsChecked(t *testing.T, ctx context.Context, q *blocking.Queue[string]) {
+	t.Helper()
+	if _, err := q.Size(ctx); err != nil {
+		t.Fatalf("Size: %v", err)
+	}
+}
+
 // rsListIDs lists the IDs of the envelopes in a list, through rdb.
 func rsListIDs(t *testing.T, ctx context.Context, rdb *redis.Client, key string) []string {
 	t.Helper()
@@ -495,6 +508,7 @@ func TestResentWithIDOfferIsNotDuplicate(t *testing.T) {
 	bq := blocking.New[string](e.rdb, e.name)
 	dq := delayed.New(bq, delayed.WithoutTransfer())
 	t.Cleanup(func() { _ = dq.Close(); _ = bq.Close() })
+	rsChecked(t, e.ctx, bq)
 	e.warm(3)
 	evals := e.calls("evalsha")
 	var id string
@@ -1012,6 +1026,7 @@ func TestOfferRespectsDeadlineDuringStall(t *testing.T) {
 	e := rsStart(t, 150*time.Millisecond, 2)
 	bq := blocking.New[string](e.rdb, e.name)
 	dq := delayed.New(bq, delayed.WithoutTransfer())
+	rsChecked(t, e.ctx, bq)
 	e.warm(4)
 	evals := e.calls("evalsha")
 

@@ -2,12 +2,14 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/inspect"
+	iqueue "github.com/redelay/redelay/internal/queue"
 )
 
 // statsWorkers bounds how many queues' stats are read at once.
@@ -44,12 +46,18 @@ func (h *handler) collect(ctx context.Context, names []string) []queueStats {
 	return out
 }
 
-// readStats reads the stats of the queue name in one round trip. The
+// readStats reads the stats of the queue name in one round trip (a queue
+// with partitions takes a few more). The
 // queue is opened untyped (raw bytes): Stats decodes nothing, and
 // blocking.New makes no network call and starts nothing.
 func (h *handler) readStats(ctx context.Context, name string) queueStats {
 	q := blocking.New[[]byte](h.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithLogger(h.log))
 	st, err := q.Stats(ctx)
+	if le := (*iqueue.LayoutError)(nil); errors.As(err, &le) {
+		// A queue with partitions (the read told): the inspector reads
+		// them all.
+		st, err = h.in.Stats(ctx, name)
+	}
 	return queueStats{Name: name, Stats: st, Err: err}
 }
 

@@ -29,8 +29,16 @@ const batchPipeline = 8
 // been offered too). With blocking.WithReplicaAck, an error wrapping
 // [ErrNotReplicated] comes with the IDs of every item stored so far: the
 // last round trip's were stored on the master, and replicas did not
-// confirm them in time; the batch stops there.
-// Values due at the same time become ready in slice order. Each chunk is
+// confirm them in time; the batch stops there. On a queue with a bound
+// (blocking.WithMaxSize) the batch fits as a whole or is refused as a
+// whole with [ErrQueueFull]: its chunks then go in one MULTI/EXEC
+// transaction, so keep such batches to thousands of items, not millions.
+// On a queue opened with blocking.WithPartitions, the values are split by
+// the partition of their generated IDs and each partition's share goes as
+// above, the partitions at once: with an error come the IDs (in slice
+// order) of the chunks known offered, in every partition, and no promise
+// is made about the others. Values due at the same time become ready in
+// slice order (within a partition, when partitioned). Each chunk is
 // idempotent on resend, like Offer. WithHeaders and WithPriority apply to
 // every item, and so do WithTTL;
 // WithID, WithReplace, WithDebounce and WithUniqueFor are refused
@@ -54,12 +62,19 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)
 	}
 	ctx, span, trace := d.core.Tel.StartSendBatch(ctx, len(values), delay)
-	ids, err := d.offerBatch(ctx, values, delay, &o, trace)
+	var ids []string
+	var err error
+	if d.parts != nil {
+		ids, err = d.offerBatchParts(ctx, values, delay, &o, trace)
+	} else {
+		ids, err = d.offerBatch(ctx, values, nil, delay, &o, trace)
+	}
 	d.core.Tel.Sent(ctx, span, len(ids), err)
 	return ids, err
 }
 
-func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Duration, o *offerOptions, trace map[string]string) ([]string, error) {
+// offerBatch offers values under the IDs given (generated when nil).
+func (d *Queue[T]) offerBatch(ctx context.Context, values []T, given []string, delay time.Duration, o *offerOptions, trace map[string]string) ([]string, error) {
 	name := d.core.Name()
 	ids := make([]string, 0, len(values))
 	group := batchChunk * batchPipeline
@@ -88,7 +103,12 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, delay time.Durati
 				c.Batch, c.Offset, c.Pass = len(values), cStart, pass
 			}
 			for i, v := range chunk {
-				id := queue.NewID()
+				var id string
+				if given != nil {
+					id = given[gStart+cStart+i]
+				} else {
+					id = queue.NewID()
+				}
 				env, err := d.core.Encode(id, v, o.headers, trace, o.prio, o.ttl)
 				if err != nil {
 					release()

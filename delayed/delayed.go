@@ -43,7 +43,12 @@ const MaxIDLen = blocking.MaxIDLen
 // share script calls (each still gets its own outcome), which makes many
 // producers cheaper for Redis than the same offers one call each.
 type Queue[T any] struct {
-	core *queue.Core
+	core *queue.Core // partition 0's when partitioned
+
+	// parts are the delayed queues of the partitions of a blocking queue
+	// opened WithPartitions(n > 1), each with its own transfer
+	// registration; nil otherwise (partition.go).
+	parts []*Queue[T]
 
 	mu     sync.Mutex
 	reg    *transfer.Registration
@@ -72,6 +77,12 @@ func WithoutTransfer() Option {
 // given, New starts this process's transfer for q's due items at once (no
 // network call: it subscribes in the background); it runs until Close.
 // New never fails: a problem with q is returned by every call.
+//
+// When q was opened with blocking.WithPartitions, each item goes to the
+// partition of its ID (calls by ID stay one call on one partition), Size,
+// Clear and List cover every partition, due order holds within a
+// partition, and the transfer runs for every partition. Recurring
+// schedules live in partition 0.
 func New[T any](q *blocking.Queue[T], opts ...Option) *Queue[T] {
 	var core *queue.Core
 	if q != nil && queue.CoreOf != nil {
@@ -85,6 +96,9 @@ func New[T any](q *blocking.Queue[T], opts ...Option) *Queue[T] {
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if cores := queue.PartsOf(q); cores != nil && core.Err() == nil {
+		return newPartitioned[T](cores, o)
 	}
 	d := &Queue[T]{core: core}
 	if !o.noTransfer && core.Err() == nil {
@@ -271,7 +285,7 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay ti
 		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}
 	ctx, span, trace := d.core.Tel.StartSend(ctx, id, max(delay, 0))
-	err = d.send(ctx, id, v, mode, us, &o, trace)
+	err = d.route(id).send(ctx, id, v, mode, us, &o, trace)
 	sent := 1
 	if err != nil {
 		sent = 0
@@ -318,6 +332,9 @@ func (d *Queue[T]) Remove(ctx context.Context, id string) (bool, error) {
 	if err := d.err(); err != nil {
 		return false, err
 	}
+	if d.parts != nil {
+		return d.route(id).Remove(ctx, id)
+	}
 	if _, err := queue.OfferID(id, true, nil); err != nil {
 		return false, fmt.Errorf("remove from %s: %w", d.core.Name(), err)
 	}
@@ -337,6 +354,9 @@ func (d *Queue[T]) Size(ctx context.Context) (int64, error) {
 	if err := d.err(); err != nil {
 		return 0, err
 	}
+	if d.parts != nil {
+		return d.sizeParts(ctx)
+	}
 	n, err := queue.Call(ctx, d.core, d.core.Store.DelayedLen, nil)
 	if err != nil {
 		return 0, fmt.Errorf("size %s: %w", d.core.Name(), err)
@@ -351,6 +371,9 @@ func (d *Queue[T]) Clear(ctx context.Context) error {
 	if err := d.err(); err != nil {
 		return err
 	}
+	if d.parts != nil {
+		return d.clearParts(ctx)
+	}
 	if _, err := queue.Call(ctx, d.core, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, d.core.Store.ClearDelayed(ctx)
 	}, nil); err != nil {
@@ -363,6 +386,9 @@ func (d *Queue[T]) Clear(ctx context.Context) error {
 // blocking queue is not closed, and pending items stay in Redis: any process
 // that opens the queue later moves them when due. Closing twice is harmless.
 func (d *Queue[T]) Close() error {
+	for _, p := range d.parts {
+		_ = p.Close()
+	}
 	d.mu.Lock()
 	r := d.reg
 	d.reg, d.closed = nil, true

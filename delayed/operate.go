@@ -29,6 +29,9 @@ func (d *Queue[T]) Get(ctx context.Context, id string) (Item[T], error) {
 	if err := d.checkID("get", id); err != nil {
 		return Item[T]{}, err
 	}
+	if d.parts != nil {
+		return d.route(id).Get(ctx, id)
+	}
 	type hit struct {
 		e     store.Entry
 		found bool
@@ -80,6 +83,9 @@ func (d *Queue[T]) Contains(ctx context.Context, id string) (bool, error) {
 	if err := d.checkID("contains", id); err != nil {
 		return false, err
 	}
+	if d.parts != nil {
+		return d.route(id).Contains(ctx, id)
+	}
 	ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
 		return d.core.Store.Contains(ctx, id)
 	}, nil)
@@ -125,6 +131,9 @@ func (d *Queue[T]) move(ctx context.Context, op, id string, m store.Move) error 
 	if err := d.checkID(op, id); err != nil {
 		return err
 	}
+	if d.parts != nil {
+		return d.route(id).move(ctx, op, id, m)
+	}
 	st, err := queue.Call(ctx, d.core, func(ctx context.Context) (int64, error) {
 		return d.core.Store.Reschedule(ctx, id, m)
 	}, nil)
@@ -144,6 +153,9 @@ func (d *Queue[T]) move(ctx context.Context, op, id string, m store.Move) error 
 func (d *Queue[T]) Update(ctx context.Context, id string, v T) error {
 	if err := d.checkID("update", id); err != nil {
 		return err
+	}
+	if d.parts != nil {
+		return d.route(id).Update(ctx, id, v)
 	}
 	payload, err := d.core.Cfg.Codec.Marshal(v)
 	if err != nil {
@@ -181,6 +193,9 @@ func (d *Queue[T]) List(ctx context.Context, offset, limit int) ([]Item[T], erro
 	if offset < 0 || limit < 1 || limit > MaxPage {
 		return nil, fmt.Errorf("list %s: offset %d, limit %d: offset must be >= 0 and limit 1..%d: %w",
 			d.core.Name(), offset, limit, MaxPage, ErrInvalidArgument)
+	}
+	if d.parts != nil {
+		return d.listParts(ctx, offset, limit)
 	}
 	entries, err := queue.Call(ctx, d.core, func(ctx context.Context) ([]store.Entry, error) {
 		return d.core.Store.ListDelayed(ctx, offset, limit)

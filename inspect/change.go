@@ -159,10 +159,11 @@ func (in *Inspector) Requeue(ctx context.Context, queue, id string) error {
 // priority. It returns how many moved, also with an error (the batches
 // before it moved).
 func (in *Inspector) RequeueAll(ctx context.Context, queue string) (int64, error) {
-	if _, _, err := in.open(ctx, queue); err != nil {
+	t, err := in.open(ctx, queue)
+	if err != nil {
 		return 0, wrap("requeue all", queue, err)
 	}
-	n, err := in.typed(queue).Redrive(ctx, 0)
+	n, err := in.typed(queue, t).Redrive(ctx, 0)
 	if err != nil {
 		return int64(n), wrap("requeue all", queue, err)
 	}
@@ -184,15 +185,19 @@ func (in *Inspector) Purge(ctx context.Context, queue string, st State) (int64, 
 	if err := st.check(); err != nil {
 		return 0, wrap("purge", queue, err)
 	}
-	q, _, err := in.open(ctx, queue)
+	t, err := in.open(ctx, queue)
 	if err != nil {
 		return 0, wrap("purge", queue, err)
 	}
-	n, err := q.Purge(ctx, part(st))
-	if err != nil {
-		return 0, wrap("purge", queue, err)
+	var total int64
+	for _, q := range t.parts { // one unless the queue has partitions
+		n, err := q.Purge(ctx, part(st))
+		total += n
+		if err != nil {
+			return total, wrap("purge", queue, err)
+		}
 	}
-	return n, nil
+	return total, nil
 }
 
 // part is the store's part holding the items in state st (a valid state).

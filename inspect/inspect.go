@@ -60,35 +60,57 @@ func (in *Inspector) checkClient() error {
 	return nil
 }
 
+// target is a queue the inspector opened: the operations of each of its
+// partitions (one for a queue without partitions) and the name of its
+// codec ("" when none is recorded).
+type target struct {
+	parts []*store.Queue
+	codec string
+}
+
+// of returns the partition that holds the item with this ID.
+func (t target) of(id string) *store.Queue {
+	return t.parts[keys.PartitionOf(id, len(t.parts))]
+}
+
 // open validates the queue's name and checks that the queue exists: in
 // the registry of queues, or with at least one of its keys in Redis. It
-// returns the queue's operations and the name of its codec ("" when none
-// is recorded). One round trip (one per node on a Cluster).
-func (in *Inspector) open(ctx context.Context, name string) (*store.Queue, string, error) {
+// returns the queue's partitions, as recorded in its meta hash, and its
+// codec. One round trip (one per node on a Cluster).
+func (in *Inspector) open(ctx context.Context, name string) (target, error) {
 	if err := in.checkClient(); err != nil {
-		return nil, "", err
+		return target{}, err
 	}
 	k, err := keys.New(name)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", err, ErrInvalidArgument)
+		return target{}, fmt.Errorf("%w: %w", err, ErrInvalidArgument)
 	}
 	q := in.c.Queue(k)
 	p, err := q.Probe(ctx)
 	if err != nil {
-		return nil, "", err
+		return target{}, err
 	}
 	if !p.Registered && !p.Stored {
-		return nil, "", fmt.Errorf("no such queue (not in the registry of queues, no keys): %w", ErrNotFound)
+		return target{}, fmt.Errorf("no such queue (not in the registry of queues, no keys): %w", ErrNotFound)
 	}
-	return q, p.Codec, nil
+	t := target{parts: make([]*store.Queue, p.Partitions), codec: p.Codec}
+	for i := range t.parts {
+		t.parts[i] = in.c.Queue(k.Partition(i))
+	}
+	return t, nil
 }
 
-// openID is open for a call on one item: it validates id first.
+// openID is open for a call on one item: it validates id first, and
+// returns the partition that holds it.
 func (in *Inspector) openID(ctx context.Context, name, id string) (*store.Queue, string, error) {
 	if _, err := iqueue.OfferID(id, true, nil); err != nil {
 		return nil, "", err
 	}
-	return in.open(ctx, name)
+	t, err := in.open(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
+	return t.of(id), t.codec, nil
 }
 
 // wrap names the call and the queue in err.
@@ -96,12 +118,16 @@ func wrap(op, name string, err error) error {
 	return fmt.Errorf("%s %q: %w", op, name, err)
 }
 
-// typed returns the queue called name as a blocking queue of raw bytes,
-// for the calls that do not depend on its type (Stats, Pause, Resume).
-// blocking.New makes no network call and starts nothing, so the queue
-// needs no Close.
-func (in *Inspector) typed(name string) *blocking.Queue[[]byte] {
-	return blocking.New[[]byte](in.rdb, name, blocking.WithCodec(codec.Raw()))
+// typed returns the queue t called name as a blocking queue of raw
+// bytes, with its partitions, for the calls that do not depend on its
+// type (Stats, Pause, Resume). blocking.New makes no network call and
+// starts nothing, so the queue needs no Close.
+func (in *Inspector) typed(name string, t target) *blocking.Queue[[]byte] {
+	q := blocking.New[[]byte](in.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithPartitions(len(t.parts)))
+	if c := iqueue.CoreOf(q); c != nil {
+		c.LayoutKnown() // open just read it
+	}
+	return q
 }
 
 // Queues returns the name of every queue announced on this Redis, in name
@@ -126,10 +152,11 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 // server's clock. Two round trips (the check that the queue exists, then
 // one read-only script), O(log N).
 func (in *Inspector) Stats(ctx context.Context, queue string) (Stats, error) {
-	if _, _, err := in.open(ctx, queue); err != nil {
+	t, err := in.open(ctx, queue)
+	if err != nil {
 		return Stats{}, wrap("stats", queue, err)
 	}
-	return in.typed(queue).Stats(ctx)
+	return in.typed(queue, t).Stats(ctx)
 }
 
 // Pause stops every process from handing out the queue's items, as
@@ -139,17 +166,19 @@ func (in *Inspector) Stats(ctx context.Context, queue string) (Stats, error) {
 // on. The flag lives in Redis until Resume. Pausing a paused queue is
 // harmless. Two round trips, O(1).
 func (in *Inspector) Pause(ctx context.Context, queue string) error {
-	if _, _, err := in.open(ctx, queue); err != nil {
+	t, err := in.open(ctx, queue)
+	if err != nil {
 		return wrap("pause", queue, err)
 	}
-	return in.typed(queue).Pause(ctx)
+	return in.typed(queue, t).Pause(ctx)
 }
 
 // Resume undoes Pause: waiting consumers in every process go on at once.
 // Resuming a queue that is not paused is harmless. Two round trips, O(1).
 func (in *Inspector) Resume(ctx context.Context, queue string) error {
-	if _, _, err := in.open(ctx, queue); err != nil {
+	t, err := in.open(ctx, queue)
+	if err != nil {
 		return wrap("resume", queue, err)
 	}
-	return in.typed(queue).Resume(ctx)
+	return in.typed(queue, t).Resume(ctx)
 }

@@ -29,6 +29,12 @@ const MaxOffset = 1 << 40
 //     lease count, the leases, the claimed list), not atomic: a lease
 //     settled meanwhile shifts the page. O(log N + offset + limit).
 //
+// On a queue with partitions (blocking.WithPartitions), List reads the
+// first offset+limit items of every partition and merges them: Delayed,
+// Retry and Dead by due time, Ready by priority then due time, Inflight
+// by lease deadline (items not leased yet last); O(partitions ×
+// (offset+limit)).
+//
 // Plus one round trip to check that the queue exists. offset must be 0 to
 // MaxOffset and limit 1 to MaxPage; a later page may shift as items move.
 // Items that cannot be decoded are listed with DecodeError set.
@@ -36,10 +42,18 @@ func (in *Inspector) List(ctx context.Context, queue string, st State, offset, l
 	if err := checkPage(st, offset, limit); err != nil {
 		return nil, wrap("list", queue, err)
 	}
-	q, codec, err := in.open(ctx, queue)
+	t, err := in.open(ctx, queue)
 	if err != nil {
 		return nil, wrap("list", queue, err)
 	}
+	if len(t.parts) > 1 {
+		items, err := in.listParts(ctx, t, st, offset, limit)
+		if err != nil {
+			return nil, wrap("list", queue, err)
+		}
+		return items, nil
+	}
+	q, codec := t.parts[0], t.codec
 	v, err := newView(ctx, q, st, codec)
 	if err != nil {
 		return nil, wrap("list", queue, err)

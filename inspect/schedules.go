@@ -15,11 +15,12 @@ type ScheduleInfo = delayed.ScheduleInfo
 // that the queue exists, then one read of its schedules), O(S) for S
 // schedules.
 func (in *Inspector) Schedules(ctx context.Context, queue string) ([]ScheduleInfo, error) {
-	if _, _, err := in.open(ctx, queue); err != nil {
+	t, err := in.open(ctx, queue)
+	if err != nil {
 		return nil, wrap("schedules", queue, err)
 	}
 	// A delayed queue without transfer starts nothing and needs no Close.
-	infos, err := delayed.New(in.typed(queue), delayed.WithoutTransfer()).Schedules(ctx)
+	infos, err := delayed.New(in.typed(queue, t), delayed.WithoutTransfer()).Schedules(ctx)
 	if err != nil {
 		return nil, wrap("schedules", queue, err)
 	}

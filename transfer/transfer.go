@@ -109,7 +109,9 @@ func WithDeadLetters() Option {
 // wrapping ctx.Err(). It returns an error wrapping [ErrInvalidQueue] at
 // once for a nil client, a *redis.Ring, a bad name (or none) or a bad
 // option. Redis errors do not stop it: they are logged and retried with
-// backoff. The items' max attempts (for leases that expire on their last
+// backoff. A queue opened with blocking.WithPartitions is transferred in
+// every partition: Run reads their number from Redis when it starts
+// (retrying while Redis cannot be reached). The items' max attempts (for leases that expire on their last
 // attempt) are those the consumers recorded in Redis, else 10.
 func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts ...Option) error {
 	o := options{logger: slog.Default()}
@@ -133,9 +135,6 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 			continue
 		}
 		ks = append(ks, k)
-		if o.dead {
-			ks = append(ks, k.Dead())
-		}
 	}
 	if o.err != nil {
 		errs = append(errs, o.err)
@@ -150,10 +149,24 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 			r.Close()
 		}
 	}()
+	var all []keys.Queue // every partition of every queue, and its dead letters
 	for _, k := range ks {
+		n, err := partitions(ctx, c.Queue(k), o.logger)
+		if err != nil {
+			return fmt.Errorf("transfer: %w", err)
+		}
+		for i := range n {
+			p := k.Partition(i)
+			all = append(all, p)
+			if o.dead {
+				all = append(all, p.Dead())
+			}
+		}
+	}
+	for _, k := range all {
 		r, err := transfer.Register(transfer.Target{
 			Queue: c.Queue(k), BatchSize: o.batch, Sweep: o.sweep, Logger: o.logger,
-			Telemetry: telemetry.New(o.tel, k.Name), Announce: true,
+			Telemetry: telemetry.New(o.tel, k.Name), Announce: k.Part == 0,
 		})
 		if err != nil {
 			return fmt.Errorf("transfer %s: %w: %w", k.Name, ErrInvalidQueue, err)
@@ -162,4 +175,28 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 	}
 	<-ctx.Done()
 	return fmt.Errorf("transfer: %w", ctx.Err())
+}
+
+// partitions reads the number of partitions recorded for the queue whose
+// partition 0 is q (blocking.WithPartitions), trying again with backoff
+// while Redis cannot be reached, until ctx ends.
+func partitions(ctx context.Context, q *store.Queue, log *slog.Logger) (int, error) {
+	for failures := 1; ; failures++ {
+		n, err := q.Partitions(ctx, 1) // n = 1 records nothing
+		if err == nil {
+			return n, nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		wait := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
+		log.Warn("redelay: could not read the queue's number of partitions; retrying", "queue", q.K.Name, "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+	}
 }

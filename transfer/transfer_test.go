@@ -112,3 +112,28 @@ func TestRunInvalid(t *testing.T) {
 		}
 	}
 }
+
+// Run transfers every partition of a queue opened WithPartitions, reading
+// their number from Redis.
+func TestRunPartitions(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[int](rdb, name, blocking.WithPartitions(8))
+		dq := delayed.New(q, delayed.WithoutTransfer())
+		if _, err := dq.OfferBatch(ctx, make([]int, 200), 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- transfer.Run(rctx, rdb, []string{name}) }()
+		redistest.WaitFor(t, 10*time.Second, "every partition's items moved", func() bool {
+			st, err := q.Stats(ctx)
+			return err == nil && st.Ready == 200 && st.Delayed == 0
+		})
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	})
+}

@@ -29,6 +29,15 @@
 // A child queue (the dead letters of N) keeps the parent's tag:
 // redelay:{N}:dead:ready and so on.
 //
+// A queue opened with blocking.WithPartitions(n), n > 1, keeps n such key
+// sets. Partition 0 is the set above; partition i >= 1 uses the hash tag
+// {N{i} (Redis takes the tag from the first '{' to the next '}', so the tag
+// is "N{i", and no valid name, which has no braces, collides with it):
+//
+//	redelay:{N{3}:ready       and so on, every key above, dead letters included
+//
+// Partition 0's meta hash records n in its field "partitions".
+//
 // One key belongs to no queue:
 //
 //	redelay:queues            ZSET   queue name -> when a process last announced it (Unix ms)
@@ -37,6 +46,8 @@ package keys
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -52,7 +63,13 @@ const (
 	MetaMaxAttempts = "max_attempts"
 	MetaPaused      = "paused"
 	MetaCodec       = "codec"
+	// MetaPartitions, in partition 0's meta hash only, is the number of
+	// partitions of a queue opened with more than one (absent: one).
+	MetaPartitions = "partitions"
 )
+
+// MaxPartitions bounds the number of partitions of one queue.
+const MaxPartitions = 256
 
 // MaxNameLen bounds a queue name, in bytes.
 const MaxNameLen = 200
@@ -83,6 +100,9 @@ type Queue struct {
 	ScheduleValues string
 	ScheduleDue    string
 	Wake           string // pub/sub channel
+	// Part is the partition these keys belong to: 0 for a queue of one
+	// partition, and for partition 0 of any queue.
+	Part int
 	// DeadReady is the ready list of the dead-letter queue (Dead().Ready),
 	// built once: scripts on hot paths name it on every call.
 	DeadReady string
@@ -102,7 +122,34 @@ func New(name string) (Queue, error) {
 // Child returns the keys of a queue that shares q's hash tag, such as the
 // dead letters.
 func (q Queue) Child(sub string) Queue {
-	return build(q.Name+":"+sub, q.tag, q.base+":"+sub)
+	c := build(q.Name+":"+sub, q.tag, q.base+":"+sub)
+	c.Part = q.Part
+	return c
+}
+
+// Partition returns the keys of partition i of the queue q (not of a
+// child): q itself for i == 0, else the same key names under the hash tag
+// {N{i}. Name stays the queue's name.
+func (q Queue) Partition(i int) Queue {
+	if i == 0 {
+		return q
+	}
+	tag := "{" + q.Name + "{" + strconv.Itoa(i) + "}"
+	p := build(q.Name, tag, Prefix+":"+tag)
+	p.Part = i
+	return p
+}
+
+// PartitionOf returns the partition (0..n-1) of the item with this ID in a
+// queue of n partitions: FNV-1a of the ID, modulo n. The mapping is part of
+// the stored format: every process and the inspector must agree on it.
+func PartitionOf(id string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id)) // never fails
+	return int(h.Sum32() % uint32(n))
 }
 
 // Dead returns the keys of q's dead-letter queue.

@@ -37,3 +37,46 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestPartition(t *testing.T) {
+	q, err := New("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := q.Partition(0); p != q {
+		t.Fatalf("partition 0 is not the queue's own keys: %+v", p)
+	}
+	p := q.Partition(3)
+	if p.Ready != "redelay:{orders{3}:ready" || p.Meta != "redelay:{orders{3}:meta" || p.Name != "orders" || p.Part != 3 {
+		t.Fatalf("unexpected partition layout: %+v", p)
+	}
+	d := p.Dead()
+	if d.Ready != "redelay:{orders{3}:dead:ready" || p.DeadReady != d.Ready || d.Part != 3 {
+		t.Fatalf("dead letters of a partition: %+v", d)
+	}
+}
+
+func TestPartitionOf(t *testing.T) {
+	const n, items = 8, 8000
+	var counts [n]int
+	for i := range items {
+		id := strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("y", i%5) + string(rune(i))
+		p := PartitionOf(id, n)
+		if p < 0 || p >= n || PartitionOf(id, n) != p {
+			t.Fatalf("PartitionOf(%q) = %d, unstable or out of range", id, p)
+		}
+		counts[p]++
+	}
+	for i, c := range counts {
+		if c < items/n/2 || c > items/n*2 {
+			t.Errorf("partition %d got %d of %d ids: %v", i, c, items, counts)
+		}
+	}
+	if PartitionOf("anything", 1) != 0 {
+		t.Fatal("one partition: not 0")
+	}
+	// The mapping is stored format: pin it.
+	if a, b := PartitionOf("order-42", 8), PartitionOf("order-42", 256); a != 4 || b != 244 {
+		t.Fatalf("PartitionOf(order-42) = %d of 8, %d of 256; the stored mapping changed", a, b)
+	}
+}

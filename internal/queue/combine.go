@@ -113,6 +113,9 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		return 0, err
+	}
 	req := &offerReq{ctx: ctx, item: item, done: make(chan offerRes, 1)}
 	cb := &c.comb
 	cb.mu.Lock()
@@ -243,5 +246,8 @@ func (c *Core) full(refused bool, err error) error {
 
 // ErrFull is the error of an offer the queue's bound refused.
 func (c *Core) ErrFull() error {
+	if c.Partitions() > 1 {
+		return fmt.Errorf("%w: the item's partition holds %d items pending and ready, its share of WithMaxSize(%d) over %d partitions; nothing was stored", ErrQueueFull, c.Cfg.MaxSize, c.bound, c.Partitions())
+	}
 	return fmt.Errorf("%w: %d items pending and ready, the most it holds (WithMaxSize); nothing was stored", ErrQueueFull, c.Cfg.MaxSize)
 }

@@ -5,3 +5,9 @@ package queue
 // afterwards: it is how package delayed reaches the queue it feeds without
 // blocking exporting its machinery.
 var CoreOf func(q any) *Core //nolint:gochecknoglobals // set once, by blocking's init
+
+// PartsOf returns the cores of the partitions of a *blocking.Queue[T]
+// opened WithPartitions(n > 1), partition 0 first (nil for a queue of one
+// partition, and for anything else). Set once, by blocking's init, as
+// CoreOf.
+var PartsOf func(q any) []*Core //nolint:gochecknoglobals // set once, by blocking's init

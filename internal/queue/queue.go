@@ -67,6 +67,9 @@ type Config struct {
 	// MaxSize bounds the items pending plus ready (0: no bound); offers
 	// past it are refused with ErrQueueFull.
 	MaxSize int64
+	// Partitions is the number of partitions (0 or 1: one, the layout of
+	// a queue without partitions).
+	Partitions int
 	// MaxEnvelopeVersion makes the queue read envelopes as a reader of
 	// that version would (tests of rolling upgrades); 0: envelope.Version.
 	MaxEnvelopeVersion int
@@ -94,8 +97,12 @@ type Core struct {
 	err   error
 	child bool // a queue of another's keys (the dead letters)
 
-	lanes lanes
-	comb  combiner
+	lanes  lanes
+	comb   combiner
+	layout *layout // shared by the partitions of one queue; nil when err is set
+	// bound is the queue's WithMaxSize; Cfg.MaxSize is this partition's
+	// share of it (all of it without partitions).
+	bound int64
 
 	closing chan struct{} // closed by Close: blocked calls return ErrClosed
 	bg      store.Calls   // calls given up on, finishing in the background
@@ -104,7 +111,8 @@ type Core struct {
 	closed     bool
 	reg        *transfer.Registration // started by StartBackground
 	stopGauge  func()
-	maxWritten bool // MaxAttempts recorded in Redis
+	maxWritten bool                                        // MaxAttempts recorded in Redis
+	depths     func(context.Context) (store.Depths, error) // what the depth gauge reads; nil: Store.Depths
 }
 
 // New validates its arguments; a problem is kept and returned by every call
@@ -139,6 +147,19 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, optErr)
 	case cfg.Codec == nil:
 		c.err = fmt.Errorf("%w: nil codec", ErrInvalidQueue)
+	case cfg.Partitions != 0:
+		if perr := checkPartitions(cfg.Partitions); perr != nil {
+			c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, perr)
+		} else if cfg.MaxSize > 0 && cfg.MaxSize < int64(cfg.Partitions) {
+			c.err = fmt.Errorf("%w: WithMaxSize(%d) with WithPartitions(%d): the bound must be at least the number of partitions", ErrInvalidQueue, cfg.MaxSize, cfg.Partitions)
+		}
+	}
+	// A partitioned queue bounds each partition at its share, rounded
+	// down, so that the queue never holds more than its bound (one script
+	// cannot count every partition: they are on other slots).
+	c.bound = cfg.MaxSize
+	if cfg.Partitions > 1 {
+		c.Cfg.MaxSize = cfg.MaxSize / int64(cfg.Partitions)
 	}
 	if c.err == nil {
 		sc := store.New(rdb)
@@ -151,6 +172,7 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 		c.Store = sc.Queue(k)
 		c.Store.SetReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout)
 		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
+		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
 	}
 	return c
 }
@@ -179,7 +201,7 @@ func Invalid(why error) *Core {
 
 // Child returns the core of a queue sharing c's hash tag and settings.
 func (c *Core) Child(sub string) *Core {
-	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, closing: make(chan struct{})}
+	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, closing: make(chan struct{})}
 	if c.err == nil {
 		cc.Store = c.Store.Client().Queue(cc.Keys)
 		cc.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
@@ -196,6 +218,9 @@ func (c *Core) Err() error {
 	if c.err != nil {
 		return c.err
 	}
+	if err := c.layout.failed(); err != nil {
+		return err
+	}
 	select {
 	case <-c.closing:
 		return ErrClosed
@@ -210,12 +235,20 @@ func (c *Core) Closing() <-chan struct{} { return c.closing }
 // Call runs a short store call: the caller stops waiting when ctx ends (the
 // call finishes in the background, then late, if not nil, gets its result).
 func Call[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		var zero R
+		return zero, err
+	}
 	return store.Await(ctx, nil, &c.bg, f, late)
 }
 
 // Wait runs a call that may block: the caller stops waiting when ctx ends
 // or the queue closes (then the error wraps ErrClosed).
 func Wait[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		var zero R
+		return zero, err
+	}
 	v, err := store.Await(ctx, c.closing, &c.bg, f, late)
 	if errors.Is(err, store.ErrStopped) {
 		err = ErrClosed
@@ -379,7 +412,14 @@ func (c *Core) StartBackground(ctx context.Context) error {
 			return err
 		}
 		c.reg = r
-		c.stopGauge = c.Tel.RegisterDepth(c.Store.Depths)
+		switch {
+		case c.Keys.Part != 0: // partition 0 reports the whole queue
+			c.stopGauge = func() {}
+		case c.depths != nil:
+			c.stopGauge = c.Tel.RegisterDepth(c.depths)
+		default:
+			c.stopGauge = c.Tel.RegisterDepth(c.Store.Depths)
+		}
 	}
 	record := c.Cfg.MaxAttemptsSet && !c.maxWritten
 	c.mu.Unlock()
@@ -420,7 +460,7 @@ func (c *Core) register() (*transfer.Registration, error) {
 	r, err := transfer.Register(transfer.Target{
 		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
 		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
-		Announce: !c.child, Codec: c.Cfg.Codec.Name(),
+		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)

@@ -270,6 +270,46 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	return statsOf(res)
+}
+
+// StatsPartitions is Stats, and the number of partitions recorded in the
+// meta hash meta (1 when none is), read in the same round trip.
+func (q *Queue) StatsPartitions(ctx context.Context, meta string) (Stats, int, error) {
+	k := q.K
+	var parts *redis.StringCmd
+	var st *redis.Cmd
+	_, _ = q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		parts = p.HGet(ctx, meta, keys.MetaPartitions)
+		st = lua.Stats.EvalSha(ctx, p, []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio})
+		return nil
+	})
+	n := 1
+	switch err := parts.Err(); {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return Stats{}, 0, err
+	default:
+		v, err := strconv.Atoi(parts.Val())
+		if err != nil || v < 1 {
+			return Stats{}, 0, fmt.Errorf("field %s of %s: %q is no number of partitions", keys.MetaPartitions, meta, parts.Val())
+		}
+		n = v
+	}
+	if err := st.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		s, err := q.Stats(ctx)
+		return s, n, err
+	}
+	res, err := st.Int64Slice()
+	if err != nil {
+		return Stats{}, 0, err
+	}
+	s, err := statsOf(res)
+	return s, n, err
+}
+
+// statsOf reads the reply of stats.lua.
+func statsOf(res []int64) (Stats, error) {
 	if len(res) != 9 {
 		return Stats{}, fmt.Errorf("unexpected stats reply %v", res)
 	}
@@ -505,6 +545,7 @@ type Presence struct {
 	Registered bool   // in the registry of queues (keys.Registry)
 	Stored     bool   // at least one of its keys exists
 	Codec      string // its codec's name from its meta hash; "" when none is recorded
+	Partitions int    // its number of partitions from its meta hash; 1 when none is recorded
 }
 
 // Probe reads whether the queue is in the registry of queues, whether any
@@ -515,23 +556,32 @@ func (q *Queue) Probe(ctx context.Context) (Presence, error) {
 	k := q.K
 	var reg *redis.FloatCmd
 	var n *redis.IntCmd
-	var codec *redis.StringCmd
+	var codec, parts *redis.StringCmd
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		reg = p.ZScore(ctx, keys.Registry, k.Name)
 		n = p.Exists(ctx, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready, k.Prio, k.Leases, k.Inflight,
 			k.Claimed, k.Meta, k.DeadReady, k.Schedules)
 		codec = p.HGet(ctx, k.Meta, keys.MetaCodec)
+		parts = p.HGet(ctx, k.Meta, keys.MetaPartitions)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Presence{}, err
 	}
-	for _, c := range []redis.Cmder{reg, n, codec} {
+	for _, c := range []redis.Cmder{reg, n, codec, parts} {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return Presence{}, err
 		}
 	}
-	return Presence{Registered: reg.Err() == nil, Stored: n.Val() > 0, Codec: codec.Val()}, nil
+	pr := Presence{Registered: reg.Err() == nil, Stored: n.Val() > 0, Codec: codec.Val(), Partitions: 1}
+	if parts.Err() == nil {
+		v, err := strconv.Atoi(parts.Val())
+		if err != nil || v < 1 || v > keys.MaxPartitions {
+			return Presence{}, fmt.Errorf("field %s of %s: %q is no number of partitions", keys.MetaPartitions, k.Meta, parts.Val())
+		}
+		pr.Partitions = v
+	}
+	return pr, nil
 }
 
 // LeaseCount is the number of leases (what ListLeased pages through). O(1).

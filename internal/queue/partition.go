@@ -1,0 +1,163 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
+)
+
+// layout checks, once per process, that the number of partitions this
+// process opened the queue with is the one recorded in Redis (and records
+// it when none is). It is shared by the cores of every partition of one
+// queue and of their dead letters.
+type layout struct {
+	n    int
+	meta *store.Queue // partition 0
+	done atomic.Bool  // checked: err holds the outcome
+	mu   sync.Mutex
+	err  error
+}
+
+// check runs the check the first time it is called (and again after a
+// failed round trip); later calls cost an atomic load. Calls that start
+// together each read (so that each gives up when its own ctx ends); the
+// first reply settles it.
+func (l *layout) check(ctx context.Context, bg *store.Calls) error {
+	if l == nil {
+		return nil
+	}
+	if l.done.Load() {
+		return l.err
+	}
+	got, err := store.Await(ctx, nil, bg, func(ctx context.Context) (int, error) {
+		return l.meta.Partitions(ctx, l.n)
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("read the number of partitions: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done.Load() {
+		return l.err
+	}
+	return l.settle(got)
+}
+
+// settle records the number of partitions read from Redis, and returns
+// the error every call returns from then on if it is not the one this
+// process opened the queue with.
+func (l *layout) settle(got int) error {
+	if got != l.n {
+		l.err = &LayoutError{Queue: l.meta.K.Name, Recorded: got, Opened: l.n}
+	}
+	l.done.Store(true)
+	return l.err
+}
+
+// LayoutError: a process opened a queue with another number of partitions
+// than the one recorded in Redis. It wraps ErrInvalidQueue.
+type LayoutError struct {
+	Queue            string
+	Recorded, Opened int
+}
+
+func (e *LayoutError) Error() string {
+	return fmt.Sprintf("%v: queue %s has %d partitions in Redis, this process opened it with %d (blocking.WithPartitions)",
+		ErrInvalidQueue, e.Queue, e.Recorded, e.Opened)
+}
+
+func (e *LayoutError) Unwrap() error { return ErrInvalidQueue }
+
+// Stats reads the queue's stats in one round trip, the check of its
+// number of partitions included when it is due.
+func (c *Core) Stats(ctx context.Context) (store.Stats, error) {
+	if c.layout == nil || c.layout.done.Load() {
+		return Call(ctx, c, c.Store.Stats, nil)
+	}
+	type result struct {
+		st store.Stats
+		n  int
+	}
+	r, err := store.Await(ctx, nil, &c.bg, func(ctx context.Context) (result, error) {
+		st, n, err := c.Store.StatsPartitions(ctx, c.layout.meta.K.Meta)
+		return result{st, n}, err
+	}, nil)
+	if err != nil {
+		return store.Stats{}, err
+	}
+	c.layout.mu.Lock()
+	defer c.layout.mu.Unlock()
+	if !c.layout.done.Load() {
+		c.layout.settle(r.n)
+	}
+	if err := c.layout.err; err != nil {
+		return store.Stats{}, err
+	}
+	return r.st, nil
+}
+
+// failed returns the check's error once it is known.
+func (l *layout) failed() error {
+	if l == nil || !l.done.Load() {
+		return nil
+	}
+	return l.err
+}
+
+// CheckLayout makes sure this process agrees with Redis on the queue's
+// number of partitions: one round trip on the first call, none after.
+func (c *Core) CheckLayout(ctx context.Context) error { return c.layout.check(ctx, &c.bg) }
+
+// LayoutKnown tells c that its caller has just read the queue's number of
+// partitions from Redis and opened it with that number (the inspector):
+// the check is skipped.
+func (c *Core) LayoutKnown() {
+	if c.layout != nil {
+		c.layout.done.Store(true)
+	}
+}
+
+// Partitions is the number of partitions the queue was opened with.
+func (c *Core) Partitions() int {
+	if c.layout == nil {
+		return 1
+	}
+	return c.layout.n
+}
+
+// Partition returns the core of partition i (1..Partitions()-1) of the
+// queue whose partition 0 is c: the same settings over the keys of
+// partition i. Partitions other than 0 do not announce the queue, and
+// report no depth of their own (partition 0 reports the queue's, see
+// SetDepths).
+func (c *Core) Partition(i int) *Core {
+	p := &Core{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, closing: make(chan struct{})}
+	if c.err == nil {
+		p.Store = c.Store.Client().Queue(p.Keys)
+		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
+		p.Tel = telemetry.New(c.Cfg.Telemetry, p.Keys.Name)
+	}
+	return p
+}
+
+// SetDepths replaces what the depth gauge of c reads (before the first
+// consuming call): partition 0 of a partitioned queue reports the sum
+// over every partition.
+func (c *Core) SetDepths(f func(context.Context) (store.Depths, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.depths = f
+}
+
+// checkPartitions validates a number of partitions.
+func checkPartitions(n int) error {
+	if n < 1 || n > keys.MaxPartitions {
+		return fmt.Errorf("WithPartitions(%d): must be 1..%d", n, keys.MaxPartitions)
+	}
+	return nil
+}
