@@ -152,13 +152,9 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, max int) ([]T, error) {
 		}
 		var out []T
 		for _, raw := range raws {
-			v, e, err := q.decode(raw)
-			if err != nil {
-				q.failTaken(ctx, raw, err)
-				continue
+			if v, ok := q.taken(ctx, raw, start); ok {
+				out = append(out, v)
 			}
-			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
-			out = append(out, v)
 		}
 		if len(out) > 0 {
 			return out, nil

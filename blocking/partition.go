@@ -157,12 +157,9 @@ func (q *Queue[T]) takeParts(ctx context.Context, deadline time.Time) (T, bool, 
 		if raw == nil {
 			continue
 		}
-		v, e, err := from.decode(raw)
-		if err == nil {
-			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
+		if v, ok := from.taken(ctx, raw, start); ok {
 			return v, true, nil
 		}
-		from.failTaken(ctx, raw, err)
 	}
 }
 
@@ -582,13 +579,9 @@ func (q *Queue[T]) takeBatchParts(ctx context.Context, max int) ([]T, error) {
 		}
 		var out []T
 		for _, raw := range raws {
-			v, e, err := from.decode(raw)
-			if err != nil {
-				from.failTaken(ctx, raw, err)
-				continue
+			if v, ok := from.taken(ctx, raw, start); ok {
+				out = append(out, v)
 			}
-			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
-			out = append(out, v)
 		}
 		if len(out) > 0 {
 			return out, nil

@@ -273,17 +273,27 @@ func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error
 			continue
 		}
 		pop = true
-		v, e, err := q.decode(raw)
-		if err == nil && queue.Expired(e, time.Now()) {
-			q.expireTaken(ctx, raw, e.ID)
-			continue
-		}
-		if err == nil {
-			q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
+		if v, ok := q.taken(ctx, raw, start); ok {
 			return v, true, nil
 		}
-		q.failTaken(ctx, raw, err)
 	}
+}
+
+// taken decodes an item a Take popped: false, when it cannot be returned,
+// after dealing with it (an item past its TTL goes to the dead letters,
+// one that cannot be decoded is failed: see failTaken).
+func (q *Queue[T]) taken(ctx context.Context, raw []byte, start time.Time) (T, bool) {
+	v, e, err := q.decode(raw)
+	switch {
+	case err != nil:
+		q.failTaken(ctx, raw, err)
+		return v, false
+	case queue.Expired(e, time.Now()):
+		q.expireTaken(ctx, raw, e.ID)
+		return v, false
+	}
+	q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
+	return v, true
 }
 
 // errPollTimeout: a Poll's timeout passed while the queue was paused.

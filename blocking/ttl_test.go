@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,10 +52,15 @@ func ttlDead(t *testing.T, rdb redis.UniversalClient, name string) []string {
 func TestTTLExpiredNeverDelivered(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		for _, how := range []string{"take", "receive", "consume"} {
+		for _, how := range []string{"take", "receive", "consume", "take from partitions", "receive from partitions"} {
 			t.Run(how, func(t *testing.T) {
 				name := redistest.QueueName(t)
-				q := blocking.New[string](rdb, name)
+				var opts []blocking.Option
+				if strings.HasSuffix(how, " from partitions") {
+					opts = append(opts, blocking.WithPartitions(3))
+					how = strings.TrimSuffix(how, " from partitions")
+				}
+				q := blocking.New[string](rdb, name, opts...)
 				defer q.Close()
 				dq := delayed.New(q)
 				defer dq.Close()
