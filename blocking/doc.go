@@ -69,6 +69,16 @@
 // while offers, transfers and lease reclaiming go on. Package inspect does
 // the same for tools that do not know T.
 //
+// # Flow control
+//
+// Limits that hold across every process of a queue, checked in Redis by
+// the scripts that offer and lease: [WithRateLimit] (deliveries started
+// per period, spread evenly) and [WithGlobalConcurrency] (items in flight)
+// on Consume, [WithMaxSize] on the queue (an offer past it returns
+// [ErrQueueFull] and stores nothing), and [WithTTL] on an offer (an item
+// not delivered by its due time plus the TTL goes to the dead letters as
+// expired).
+//
 // # Failovers
 //
 // Redis replicates asynchronously, so a failover can lose writes the master
