@@ -122,15 +122,22 @@ func (c *Client) do(ctx context.Context, retry bool, args ...any) *redis.Cmd {
 // didNotRun), for at most tryAgainFor.
 func (c *Client) eval(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := c.evalTry(ctx, s, keys, args...)
-	var deadline time.Time
+	if cmd.Err() != nil && didNotRun(cmd.Err()) { // the closure only on this rare path
+		cmd = untilRun(ctx, cmd, func() *redis.Cmd { return c.evalTry(ctx, s, keys, args...) })
+	}
+	return cmd
+}
+
+// untilRun sends a call again, with try, while the server answers that it
+// did not run it (see didNotRun), for at most tryAgainFor; cmd is the
+// first try's reply.
+func untilRun(ctx context.Context, cmd *redis.Cmd, try func() *redis.Cmd) *redis.Cmd {
+	deadline := time.Now().Add(tryAgainFor)
 	for attempt := 0; cmd.Err() != nil && didNotRun(cmd.Err()); attempt++ {
-		if attempt == 0 {
-			deadline = time.Now().Add(tryAgainFor)
-		}
 		if time.Now().After(deadline) || sleepCtx(ctx, tryAgainPause(attempt)) != nil {
 			break
 		}
-		cmd = c.evalTry(ctx, s, keys, args...)
+		cmd = try()
 	}
 	return cmd
 }
@@ -166,20 +173,9 @@ func (c *Client) evalOnce(ctx context.Context, s *redis.Script, keys []string, a
 		}
 		return cmd
 	}
-	cmd := try()
 	// A reply saying the script did not run (a slot on the move) is safe
 	// to act on, even for a call that must not run twice.
-	var deadline time.Time
-	for attempt := 0; cmd.Err() != nil && didNotRun(cmd.Err()); attempt++ {
-		if attempt == 0 {
-			deadline = time.Now().Add(tryAgainFor)
-		}
-		if time.Now().After(deadline) || sleepCtx(ctx, tryAgainPause(attempt)) != nil {
-			break
-		}
-		cmd = try()
-	}
-	return cmd
+	return untilRun(ctx, try(), try)
 }
 
 // secs formats a block for a blocking command.
