@@ -75,16 +75,9 @@ func (q *Queue[T]) start(ctx context.Context) error {
 	return nil
 }
 
-// eachPart runs f on every partition at once (a Cluster serves them on
-// several masters) and returns the first error.
+// eachPart runs f on every partition at once (queue.EachPart).
 func eachPart[T any](q *Queue[T], f func(i int, p *Queue[T]) error) error {
-	errs := make([]error, len(q.parts))
-	var wg sync.WaitGroup
-	for i, p := range q.parts {
-		wg.Go(func() { errs[i] = f(i, p) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return queue.EachPart(q.parts, f)
 }
 
 // sumParts adds up a count read from every partition.

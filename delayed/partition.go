@@ -3,10 +3,8 @@ package delayed
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/redelay/redelay/internal/keys"
@@ -48,16 +46,9 @@ func (d *Queue[T]) route(id string) *Queue[T] {
 	return d.parts[keys.PartitionOf(id, len(d.parts))]
 }
 
-// eachPart runs f on every partition at once and returns the first
-// error.
+// eachPart runs f on every partition at once (queue.EachPart).
 func (d *Queue[T]) eachPart(f func(i int, p *Queue[T]) error) error {
-	errs := make([]error, len(d.parts))
-	var wg sync.WaitGroup
-	for i, p := range d.parts {
-		wg.Go(func() { errs[i] = f(i, p) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return queue.EachPart(d.parts, f)
 }
 
 func (d *Queue[T]) sizeParts(ctx context.Context) (int64, error) {

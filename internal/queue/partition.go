@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -160,4 +161,16 @@ func checkPartitions(n int) error {
 		return fmt.Errorf("WithPartitions(%d): must be 1..%d", n, keys.MaxPartitions)
 	}
 	return nil
+}
+
+// EachPart runs f on every partition at once (a Cluster serves them on
+// several masters) and returns their errors joined.
+func EachPart[P any](parts []P, f func(i int, p P) error) error {
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Go(func() { errs[i] = f(i, p) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
