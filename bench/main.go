@@ -29,6 +29,7 @@ func main() {
 	full := flag.Bool("full", false, "big sizes (overrides -quick): backlogs up to 1M, under 30 minutes")
 	out := flag.String("out", "results", "output directory")
 	only := flag.String("only", "", "comma-separated contestant names (default: all registered)")
+	workloads := flag.String("workloads", "", "comma-separated workloads (default: all): "+strings.Join(harness.Workloads(), ", "))
 	server := flag.String("redis-server", "redis-server", "redis-server binary")
 	benchmark := flag.String("redis-benchmark", "redis-benchmark", "redis-benchmark binary")
 	flag.Parse()
@@ -43,6 +44,11 @@ func main() {
 			if n = strings.TrimSpace(n); n != "" {
 				cfg.Only = append(cfg.Only, n)
 			}
+		}
+	}
+	for w := range strings.SplitSeq(*workloads, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			cfg.Workloads = append(cfg.Workloads, w)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -15,9 +15,22 @@ import (
 // Charts writes lateness.png (trickle lateness CDF per contestant),
 // offer.png and drain.png (throughput bars) and backlog.png (cost against
 // the backlog) to dir.
+// A chart whose workload did not run (Config.Workloads) is not drawn.
 func Charts(dir string, res *Results) error {
-	for _, f := range []func(string, *Results) error{latencyChart, offerChart, drainChart, backlogChart} {
-		if err := f(dir, res); err != nil {
+	charts := []struct {
+		data int
+		draw func(string, *Results) error
+	}{
+		{len(res.Trickle), latencyChart},
+		{len(res.Offer), offerChart},
+		{len(res.Burst), drainChart},
+		{len(res.Backlog), backlogChart},
+	}
+	for _, c := range charts {
+		if c.data == 0 {
+			continue
+		}
+		if err := c.draw(dir, res); err != nil {
 			return err
 		}
 	}

@@ -39,8 +39,13 @@ type Config struct {
 	RedisServer    string        `json:"-"`
 	RedisBenchmark string        `json:"-"`
 	Only           []string      `json:"only,omitempty"`
+	Workloads      []string      `json:"workloads,omitempty"` // of Workloads(); empty: all
 	Log            io.Writer     `json:"-"`
 }
+
+// Workloads names the workloads in the order Run runs them; Config.Workloads
+// picks some of them (the ceiling runs with every selection).
+func Workloads() []string { return []string{"offer", "memory", "burst", "trickle", "backlog"} }
 
 // Quick and Full are the two predefined sizes.
 func Quick() Config {
@@ -215,19 +220,35 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		_, k := c.(contestants.Canceler)
 		res.Contestants = append(res.Contestants, ContestantInfo{Name: n, Settings: c.Settings(), Batch: b, Cancel: k})
 	}
+	for _, w := range cfg.Workloads {
+		if !slices.Contains(Workloads(), w) {
+			return nil, fmt.Errorf("unknown workload %q (have %s)", w, strings.Join(Workloads(), ", "))
+		}
+	}
+	want := func(w string) bool { return len(cfg.Workloads) == 0 || slices.Contains(cfg.Workloads, w) }
 	for _, n := range names {
-		r.offerWorkload(ctx, n)
-		r.memoryWorkload(ctx, n)
+		if want("offer") {
+			r.offerWorkload(ctx, n)
+		}
+		if want("memory") {
+			r.memoryWorkload(ctx, n)
+		}
 	}
 	for _, n := range names {
-		r.burstWorkload(ctx, n)
+		if want("burst") {
+			r.burstWorkload(ctx, n)
+		}
 	}
 	for _, n := range names {
-		r.trickleWorkload(ctx, n)
+		if want("trickle") {
+			r.trickleWorkload(ctx, n)
+		}
 	}
 	for _, b := range cfg.Backlogs {
 		for _, n := range names {
-			r.backlogWorkload(ctx, n, b)
+			if want("backlog") {
+				r.backlogWorkload(ctx, n, b)
+			}
 		}
 	}
 	r.ceiling(ctx)
