@@ -1,0 +1,71 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/store"
+)
+
+// An offer call records its outcome with the same command that detects a
+// second run of it (offer.lua's lane_swap): a second run returns the
+// recorded outcome and stores nothing, and a copy of an older call of the
+// lane that arrives after a newer one is refused and changes nothing, not
+// even the lane's record.
+func TestOfferCallReplayAndStaleCopy(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Standalone(t)
+	k := redistest.KeysOf(redistest.QueueName(t))
+	q := store.New(rdb).Queue(k)
+	item := func(id string) store.OfferItem {
+		env := (&envelope.Envelope{ID: id, Payload: []byte("v")}).Marshal()
+		return store.OfferItem{ID: id, Env: env, Mode: 'd', US: time.Hour.Microseconds()}
+	}
+	pending := func() int64 {
+		n, err := rdb.ZCard(ctx, k.Delayed).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	got, err := q.Offer(ctx, "L", "2", 0, []store.OfferItem{item("a")})
+	if err != nil || len(got) != 1 || got[0] != lua.OfferPending {
+		t.Fatalf("first run = %v, %v; want [%d]", got, err, lua.OfferPending)
+	}
+	// The same call again (a resend after a lost reply): its recorded
+	// outcome, not "duplicate", and nothing more stored.
+	got, err = q.Offer(ctx, "L", "2", 0, []store.OfferItem{item("a")})
+	if err != nil || len(got) != 1 || got[0] != lua.OfferPending {
+		t.Fatalf("second run = %v, %v; want the recorded [%d]", got, err, lua.OfferPending)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("%d pending after a second run, want 1", n)
+	}
+	// A copy of an older call of the lane: refused, nothing stored.
+	_, err = q.Offer(ctx, "L", "1", 0, []store.OfferItem{item("b")})
+	if err == nil || !strings.Contains(err.Error(), "STALE") {
+		t.Fatalf("stale copy = %v, want a STALE error", err)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("%d pending after a stale copy, want 1", n)
+	}
+	// The lane's record is still the newer call's: it replays as before.
+	got, err = q.Offer(ctx, "L", "2", 0, []store.OfferItem{item("a")})
+	if err != nil || len(got) != 1 || got[0] != lua.OfferPending {
+		t.Fatalf("run after the stale copy = %v, %v; want the recorded [%d]", got, err, lua.OfferPending)
+	}
+	// The next call of the lane runs.
+	got, err = q.Offer(ctx, "L", "3", 0, []store.OfferItem{item("b"), item("a")})
+	if err != nil || len(got) != 2 || got[0] != lua.OfferPending || got[1] != lua.OfferDuplicate {
+		t.Fatalf("next call = %v, %v; want [%d %d]", got, err, lua.OfferPending, lua.OfferDuplicate)
+	}
+	if n := pending(); n != 2 {
+		t.Fatalf("%d pending, want 2", n)
+	}
+}
