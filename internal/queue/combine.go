@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/store"
@@ -19,6 +20,13 @@ const maxCombined = 500
 // once: with one, producers would wait for each other's round trips; with
 // a few, Redis works on one call while the next is on its way.
 const maxSending = 4
+
+// senderLinger is how long a sender with nothing to send waits for the
+// next offer before it ends. A producer offering more often than that
+// hands its offers to a running goroutine instead of starting one per
+// offer (a new goroutine also grows its stack to the depth of a Redis
+// call, every time); an idle queue keeps no goroutine for long.
+const senderLinger = 100 * time.Millisecond
 
 // lanes hands out lane names: an offer call records its outcome under its
 // lane so that a second run of the same call changes nothing (offer.lua).
@@ -79,16 +87,40 @@ type offerRes struct {
 }
 
 // combiner sends concurrent offers of one queue together. A caller queues
-// its offer and, when fewer than maxSending senders run, starts one; a
-// sender sends every offer queued so far in one script call, hands each
-// caller its outcome, and goes on while offers are queued. A lone caller's
+// its offer and wakes an idle sender, or, when none is idle and fewer than
+// maxSending run, starts one; a sender sends every offer queued so far in
+// one script call, hands each caller its outcome, goes on while offers are
+// queued, then waits senderLinger for more before it ends. A lone caller's
 // offer goes at once; under load, calls carry many offers and the server's
 // fixed cost per call is shared. Callers wait for their outcome or their
 // context, whichever comes first.
 type combiner struct {
 	mu      sync.Mutex
 	queue   []*offerReq
-	sending int
+	sending int // senders running, idle ones included
+	// idle counts the senders waiting for work that no caller has woken
+	// yet; a caller that wakes one decrements it and puts a token in
+	// kick, which the first sender to look takes.
+	idle int
+	kick chan struct{} // capacity maxSending
+}
+
+// wake makes a sender take the queued offers: an idle one, or a new one
+// when fewer than maxSending run (otherwise a busy one takes them when its
+// call returns). cb.mu is held.
+func (c *Core) wake() {
+	cb := &c.comb
+	switch {
+	case cb.idle > 0:
+		cb.idle--
+		cb.kick <- struct{}{} // never blocks: tokens ≤ senders ≤ capacity
+	case cb.sending < maxSending:
+		if cb.kick == nil {
+			cb.kick = make(chan struct{}, maxSending)
+		}
+		cb.sending++
+		c.bg.Go(c.send)
+	}
 }
 
 // OfferOutcomeUnknown wraps the error of an offer that was sent but whose
@@ -120,10 +152,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	cb := &c.comb
 	cb.mu.Lock()
 	cb.queue = append(cb.queue, req)
-	if cb.sending < maxSending {
-		cb.sending++
-		c.bg.Go(c.send)
-	}
+	c.wake()
 	cb.mu.Unlock()
 	select {
 	case r := <-req.done:
@@ -145,15 +174,43 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	}
 }
 
-// send sends queued offers until none is left.
+// send sends queued offers until none is left and none comes for
+// senderLinger, or the core is closed.
 func (c *Core) send() {
 	lane, name, _ := c.lanes.get()
 	defer c.lanes.put(lane)
 	cb := &c.comb
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	for {
 		cb.mu.Lock()
 		n := min(len(cb.queue), maxCombined)
 		if n == 0 {
+			cb.idle++
+			cb.mu.Unlock()
+			if linger == nil {
+				linger = time.NewTimer(senderLinger)
+			} else {
+				linger.Reset(senderLinger)
+			}
+			select {
+			case <-cb.kick: // a caller woke this sender (and counted it)
+				continue
+			case <-linger.C:
+			case <-c.closing:
+			}
+			cb.mu.Lock()
+			select {
+			case <-cb.kick: // woken meanwhile: a caller counts on a sender
+				cb.mu.Unlock()
+				continue
+			default:
+			}
+			cb.idle--
 			cb.sending--
 			cb.mu.Unlock()
 			return
