@@ -85,8 +85,12 @@ type OfferResult struct {
 	Seconds    float64 `json:"seconds"`
 	PerSec     float64 `json:"items_per_sec"`
 	BytesPer   float64 `json:"redis_bytes_per_pending_item,omitempty"`
-	Errors     int     `json:"errors"`
-	Note       string  `json:"note,omitempty"`
+	// CPUPer is the Redis server's CPU time (user + system, INFO cpu)
+	// during the offers, µs per item: what one offer costs the server,
+	// whatever the clients' share of the machine.
+	CPUPer float64 `json:"redis_cpu_us_per_item,omitempty"`
+	Errors int     `json:"errors"`
+	Note   string  `json:"note,omitempty"`
 }
 
 // MemoryResult is Redis memory per pending item, for one value size: the
@@ -407,7 +411,7 @@ func (r *runner) offerWorkload(ctx context.Context, name string) {
 		r.logf("offer: %s, %d producer(s), %d items", name, p, n)
 		res := OfferResult{Contestant: name, Producers: p, N: n}
 		err := r.session(ctx, name, 120*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
-			el, err := offerMeasured(ctx, c, srv, n, far, p, &res.Errors, &res.BytesPer)
+			el, err := offerMeasured(ctx, c, srv, n, far, p, &res)
 			res.Seconds = el.Seconds()
 			res.PerSec = float64(n-res.Errors) / el.Seconds()
 			return err
@@ -481,7 +485,9 @@ func (r *runner) memoryWorkload(ctx context.Context, name string) {
 	res := MemoryResult{Contestant: name, ValueBytes: pad, N: n, Producers: p}
 	far := time.Now().Add(24 * time.Hour)
 	err := r.paddedSession(ctx, name, pad, 120*time.Second, func(ctx context.Context, c contestants.Contestant, srv *Server) error {
-		_, err := offerMeasured(ctx, c, srv, n, far, p, &res.Errors, &res.BytesPer)
+		var o OfferResult
+		_, err := offerMeasured(ctx, c, srv, n, far, p, &o)
+		res.Errors, res.BytesPer = o.Errors, o.BytesPer
 		return err
 	})
 	if err != nil {
@@ -497,22 +503,31 @@ func (r *runner) memoryWorkload(ctx context.Context, name string) {
 // offerMeasured offers n items due at far from p producers and returns the
 // time it took; it sets *errs to the failed offers and *bytesPer to the
 // growth of the server's data memory per offered item.
-func offerMeasured(ctx context.Context, c contestants.Contestant, srv *Server, n int, far time.Time, p int, errs *int, bytesPer *float64) (time.Duration, error) {
+func offerMeasured(ctx context.Context, c contestants.Contestant, srv *Server, n int, far time.Time, p int, res *OfferResult) (time.Duration, error) {
 	before, err := srv.DataMemory(ctx)
 	if err != nil {
 		return 0, err
 	}
+	cpu, err := srv.CPU(ctx)
+	if err != nil {
+		return 0, err
+	}
 	el, failed := offerAll(ctx, c, seq(0, n), func(int) time.Time { return far }, p)
-	*errs = failed
+	res.Errors = failed
 	if ctx.Err() != nil {
 		return el, errors.New("cut at the time bound")
+	}
+	cpuAfter, err := srv.CPU(ctx)
+	if err != nil {
+		return el, err
 	}
 	after, err := srv.DataMemory(ctx)
 	if err != nil {
 		return el, err
 	}
 	if n > failed {
-		*bytesPer = float64(after-before) / float64(n-failed)
+		res.BytesPer = float64(after-before) / float64(n-failed)
+		res.CPUPer = (cpuAfter - cpu).Seconds() * 1e6 / float64(n-failed)
 	}
 	return el, nil
 }

@@ -108,6 +108,26 @@ func (s *Server) DataMemory(ctx context.Context) (int64, error) {
 	return used - clients - scripts, nil
 }
 
+// CPU returns the CPU time the server has used so far, user and system
+// (INFO cpu).
+func (s *Server) CPU(ctx context.Context) (time.Duration, error) {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, f := range []string{"used_cpu_sys", "used_cpu_user"} {
+		v, err := infoFloat(info, f)
+		if err != nil {
+			return 0, err
+		}
+		total += v
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
+
 // Version returns the server's redis_version.
 func (s *Server) Version(ctx context.Context) string {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr})
@@ -130,6 +150,16 @@ func infoField(info, name string) (int64, error) {
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+":"); ok {
 			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO has no %s", name)
+}
+
+func infoFloat(info, name string) (float64, error) {
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+":"); ok {
+			return strconv.ParseFloat(v, 64)
 		}
 	}
 	return 0, fmt.Errorf("INFO has no %s", name)

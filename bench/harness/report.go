@@ -74,8 +74,8 @@ func Markdown(res *Results) string {
 	}
 
 	zadd := res.ceilingOf("ZADD")
-	p("\n## Offer throughput\n\n%d items due in 24 h (nothing moves). Memory (1-producer run, the id alone as the value): `used_memory` less client buffers, after − before, ÷ items; see also [Memory per pending item](#memory-per-pending-item). \"vs best\" and \"vs ZADD ceiling\" compare the %d-producer rate.\n\n", cfg.OfferN, cfg.Producers)
-	p("| contestant | 1 producer items/s | %d producers items/s | batch items/s | Redis bytes / pending item | vs best | vs ZADD ceiling | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n", cfg.Producers)
+	p("\n## Offer throughput\n\n%d items due in 24 h (nothing moves). Memory (1-producer run, the id alone as the value): `used_memory` less client buffers, after − before, ÷ items; see also [Memory per pending item](#memory-per-pending-item). Redis CPU: the server's user + system CPU time during the offers ÷ items (INFO cpu), µs, for 1 and %[2]d producers. \"vs best\" and \"vs ZADD ceiling\" compare the %[2]d-producer rate.\n\n", cfg.OfferN, cfg.Producers)
+	p("| contestant | 1 producer items/s | %d producers items/s | batch items/s | Redis bytes / pending item | Redis CPU µs / item, 1 · %[1]d producers | vs best | vs ZADD ceiling | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", cfg.Producers)
 	best := 0.0
 	for _, o := range res.Offer {
 		if o.Producers == cfg.Producers && !o.Batch {
@@ -84,7 +84,7 @@ func Markdown(res *Results) string {
 	}
 	for _, c := range res.Contestants {
 		var one, many, batch float64
-		var mem float64
+		var mem, cpuOne, cpuMany float64
 		var notes []string
 		for _, o := range res.Offer {
 			if o.Contestant != c.Name {
@@ -94,9 +94,9 @@ func Markdown(res *Results) string {
 			case o.Batch:
 				batch = o.PerSec
 			case o.Producers == 1:
-				one, mem = o.PerSec, o.BytesPer
+				one, mem, cpuOne = o.PerSec, o.BytesPer, o.CPUPer
 			default:
-				many = o.PerSec
+				many, cpuMany = o.PerSec, o.CPUPer
 			}
 			if o.Errors > 0 {
 				notes = append(notes, fmt.Sprintf("%d errors", o.Errors))
@@ -105,7 +105,7 @@ func Markdown(res *Results) string {
 				notes = append(notes, o.Note)
 			}
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, num(one), num(many), num(batch), num(mem),
+		p("| %s | %s | %s | %s | %s | %s · %s | %s | %s | %s |\n", c.Name, num(one), num(many), num(batch), num(mem), num(cpuOne), num(cpuMany),
 			ratio(many, best), ratio(many, zadd), strings.Join(notes, "; "))
 	}
 
