@@ -1,0 +1,133 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/redelay/redelay/internal/telemetry"
+	"github.com/redelay/redelay/tracing"
+)
+
+// offerTake is what Offer and Take do to a queue's telemetry for one item.
+func offerTake(ctx context.Context, q *telemetry.Queue) map[string]string {
+	sctx, span, headers := q.StartSend(ctx, "id-1", 0)
+	q.Sent(sctx, span, 1, nil)
+	q.Received(ctx, time.Now(), "id-1", 1, time.Now(), headers)
+	return headers
+}
+
+// TestGlobalsInstalledLater: a queue built while the otel globals are still
+// their no-op placeholders costs nothing, and starts to trace, propagate and
+// measure as soon as the application installs an SDK and a propagator,
+// without being built again. It is the only test of the package that sets
+// the globals: the placeholders delegate to the first provider set, once per
+// process.
+func TestGlobalsInstalledLater(t *testing.T) {
+	ctx := context.Background()
+	q := telemetry.New(telemetry.Config{}, "late")
+	off := telemetry.New(telemetry.Config{TracerProvider: noop.NewTracerProvider()}, "off")
+
+	if headers := offerTake(ctx, q); headers != nil {
+		t.Fatalf("no-op propagator wrote headers %v", headers)
+	}
+	if n := testing.AllocsPerRun(100, func() { offerTake(ctx, q) }); n != 0 {
+		t.Fatalf("offer+take with the no-op globals allocates %v times, want 0", n)
+	}
+
+	prevTP, prevMP, prevProp := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevTP)
+		otel.SetMeterProvider(prevMP)
+		otel.SetTextMapPropagator(prevProp)
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+
+	// A tracer provider alone: spans, but no headers to carry them.
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	if headers := offerTake(ctx, q); headers != nil {
+		t.Fatalf("no-op propagator wrote headers %v", headers)
+	}
+	spans := exporter.GetSpans()
+	if len(spans) != 2 || spans[0].Name != tracing.SpanSend+" late" || spans[1].Name != tracing.SpanReceive+" late" {
+		t.Fatalf("after SetTracerProvider got spans %v, want send and receive", spanNames(spans))
+	}
+	if spans[0].SpanKind != trace.SpanKindProducer || spans[1].SpanKind != trace.SpanKindConsumer {
+		t.Errorf("span kinds %v, %v", spans[0].SpanKind, spans[1].SpanKind)
+	}
+	if spans[1].Parent.IsValid() {
+		t.Errorf("receive span has parent %v without headers", spans[1].Parent)
+	}
+
+	// Then a propagator: the receive span joins the send span's trace.
+	exporter.Reset()
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	headers := offerTake(ctx, q)
+	if headers["traceparent"] == "" {
+		t.Fatalf("after SetTextMapPropagator got headers %v, want traceparent", headers)
+	}
+	spans = exporter.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("got spans %v, want send and receive", spanNames(spans))
+	}
+	if got, want := spans[1].Parent.SpanID(), spans[0].SpanContext.SpanID(); got != want {
+		t.Errorf("receive span's parent %v, want the send span %v", got, want)
+	}
+
+	// A queue given a no-op provider stays off whatever the globals are.
+	exporter.Reset()
+	offerTake(ctx, off)
+	for _, s := range exporter.GetSpans() {
+		t.Errorf("queue with a no-op tracer provider recorded span %q", s.Name)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	if got := sentCount(rm, "late"); got != 2 {
+		t.Errorf("%s of queue late = %d after two offers with an SDK, want 2", tracing.MetricSent, got)
+	}
+}
+
+// sentCount is the sent counter of queue name in rm.
+func sentCount(rm metricdata.ResourceMetrics, name string) int64 {
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if m.Name != tracing.MetricSent || !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				if v, _ := dp.Attributes.Value("messaging.destination.name"); v.AsString() == name {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+func spanNames(spans tracetest.SpanStubs) []string {
+	names := make([]string, len(spans))
+	for i, s := range spans {
+		names[i] = s.Name
+	}
+	return names
+}
