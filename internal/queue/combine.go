@@ -17,9 +17,13 @@ import (
 const maxCombined = 500
 
 // maxSending is how many combined calls of one queue may be in flight at
-// once: with one, producers would wait for each other's round trips; with
-// a few, Redis works on one call while the next is on its way.
-const maxSending = 4
+// once. With one, the offers made while a call is on its way all go in the
+// next call: 8 producers send about 4 offers per call, and the server's
+// fixed cost per call (most of an offer's) is shared 4 ways. With 4 in
+// flight, calls carried 1.5 offers and the server spent 55–60 µs of CPU
+// per offer instead of 35 (docs/benchmarks.md): on a busy server the
+// overlap of round trips did not make up for it.
+const maxSending = 1
 
 // senderLinger is how long a sender with nothing to send waits for the
 // next offer before it ends. A producer offering more often than that
