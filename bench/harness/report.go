@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Write writes results.json and results.md to dir.
+// Write writes results.json, results.md and readme-table.md (the README's
+// comparison table, ReadmeTable) to dir.
 func Write(dir string, res *Results) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -22,6 +23,9 @@ func Write(dir string, res *Results) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(Markdown(res)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "readme-table.md"), []byte(ReadmeTable(res)), 0o644); err != nil {
 		return err
 	}
 	// Charts are a nice-to-have: a failure is reported, not fatal.
