@@ -16,14 +16,20 @@ import (
 // maxCombined bounds how many concurrent offers one offer.lua call carries.
 const maxCombined = 500
 
-// maxSending is how many combined calls of one queue may be in flight at
-// once. With one, the offers made while a call is on its way all go in the
-// next call: 8 producers send about 4 offers per call, and the server's
-// fixed cost per call (most of an offer's) is shared 4 ways. With 4 in
-// flight, calls carried 1.5 offers and the server spent 55–60 µs of CPU
-// per offer instead of 35 (docs/benchmarks.md): on a busy server the
-// overlap of round trips did not make up for it.
-const maxSending = 1
+// One combined call of a queue is in flight at a time while calls return
+// promptly: the offers made while a call is on its way all go in the next
+// one, so 8 producers send about 4 offers per call and share the server's
+// fixed cost per call (most of an offer's) 4 ways. With up to 4 in flight
+// at all times, calls carried 1.5 offers and the server spent 55–60 µs of
+// CPU per offer instead of 35 (docs/benchmarks.md): on a busy server the
+// overlap of round trips did not make up for it. A call that has been on
+// its way for slowCall (a stalled connection, a slot on the move, a wait
+// for replicas) no longer holds the others back: another sender starts,
+// up to maxSending.
+const (
+	maxSending = 4
+	slowCall   = 2 * time.Millisecond
+)
 
 // senderLinger is how long a sender with nothing to send waits for the
 // next offer before it ends. A producer offering more often than that
@@ -107,6 +113,11 @@ type combiner struct {
 	// kick, which the first sender to look takes.
 	idle int
 	kick chan struct{} // capacity maxSending
+	// sent is when the latest call went; recheck, when armed, looks again
+	// at offers left queued behind calls in flight (see wake).
+	sent    time.Time
+	recheck *time.Timer
+	armed   bool
 }
 
 // wake makes a sender take the queued offers: an idle one, or a new one
@@ -114,6 +125,21 @@ type combiner struct {
 // call returns). cb.mu is held.
 func (c *Core) wake() {
 	cb := &c.comb
+	if cb.sending > cb.idle { // a call is in flight
+		if wait := slowCall - time.Since(cb.sent); wait > 0 {
+			// Its sender takes the queued offers when it returns; look
+			// again if it has not by the time it counts as slow.
+			if !cb.armed {
+				cb.armed = true
+				if cb.recheck == nil {
+					cb.recheck = time.AfterFunc(wait, c.rewake)
+				} else {
+					cb.recheck.Reset(wait)
+				}
+			}
+			return
+		}
+	}
 	switch {
 	case cb.idle > 0:
 		cb.idle--
@@ -124,6 +150,27 @@ func (c *Core) wake() {
 		}
 		cb.sending++
 		c.bg.Go(c.send)
+	}
+}
+
+// rewake is wake for offers still queued when the recheck timer fires.
+func (c *Core) rewake() {
+	cb := &c.comb
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	cb.armed = false
+	if len(cb.queue) > 0 && !c.isClosing() {
+		c.wake()
+	}
+}
+
+// isClosing reports whether Close has begun.
+func (c *Core) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -221,6 +268,7 @@ func (c *Core) send() {
 		}
 		batch := slices.Clone(cb.queue[:n])
 		cb.queue = slices.Delete(cb.queue, 0, n)
+		cb.sent = time.Now()
 		cb.mu.Unlock()
 
 		items := make([]store.OfferItem, n)

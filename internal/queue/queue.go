@@ -483,6 +483,12 @@ func (c *Core) Close() error {
 	reg, stop := c.reg, c.stopGauge
 	c.reg, c.stopGauge = nil, nil
 	c.mu.Unlock()
+	c.comb.mu.Lock()
+	if c.comb.recheck != nil {
+		c.comb.recheck.Stop() // queued offers go with the calls in flight
+		c.comb.armed = false
+	}
+	c.comb.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
