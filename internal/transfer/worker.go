@@ -147,11 +147,16 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 	}()
 	q := w.t.Queue
 	for {
+		sent := time.Now()
 		res, err := call(ctx, w, func(ctx context.Context) (store.Moved, error) { return q.Transfer(ctx, w.t.BatchSize) })
 		if err != nil {
 			return time.Time{}, fmt.Errorf("transfer %s: %w", q.K.Name, err)
 		}
 		replied := time.Now()
+		// The script read the server's clock (NowUs) about halfway
+		// through the round trip: the next due time is that far from
+		// there, not from the reply, which came half a round trip later.
+		read := sent.Add(replied.Sub(sent) / 2)
 		w.pause.Set(res.Paused)
 		moved += int(res.N)
 		if res.N >= int64(w.t.BatchSize) {
@@ -183,7 +188,11 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 		}
 		// Due already (it arrived between two reads): go again after a
 		// short pause.
-		return replied.Add(max(wait, 100*time.Microsecond)), nil
+		next := read.Add(wait)
+		if soonest := replied.Add(100 * time.Microsecond); next.Before(soonest) {
+			next = soonest
+		}
+		return next, nil
 	}
 }
 
