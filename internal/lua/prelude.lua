@@ -127,6 +127,22 @@ local function set_head(k)
   return math.huge
 end
 
+-- lane_answer reads a lane's record rec for the call with nonce: the
+-- recorded outcome when rec is this call's, false when it is a later
+-- call's, nil when it is an earlier call's.
+local function lane_answer(rec, nonce)
+  local bar = string.find(rec, '|', 1, true)
+  local last = tonumber(string.sub(rec, 1, bar - 1), 36)
+  local this = tonumber(nonce, 36)
+  if this == last then
+    return string.sub(rec, bar + 1)
+  end
+  if this < last then
+    return false
+  end
+  return nil
+end
+
 -- lane_replay tells whether this call (ARGV nonce) ran before. Every call
 -- that is not idempotent by itself records its outcome under its lane (one
 -- producer's call slot) with lane_record; the nonces of a lane's calls grow
@@ -140,16 +156,7 @@ local function lane_replay(kLane, nonce)
   if not rec then
     return nil
   end
-  local bar = string.find(rec, '|', 1, true)
-  local last = tonumber(string.sub(rec, 1, bar - 1), 36)
-  local this = tonumber(nonce, 36)
-  if this == last then
-    return string.sub(rec, bar + 1)
-  end
-  if this < last then
-    return false
-  end
-  return nil
+  return lane_answer(rec, nonce)
 end
 
 -- lane_record stores a call's outcome under its lane for ttl ms.
@@ -167,17 +174,11 @@ local function lane_swap(kLane, nonce, outcome, ttl)
   if not rec then
     return nil
   end
-  local bar = string.find(rec, '|', 1, true)
-  local last = tonumber(string.sub(rec, 1, bar - 1), 36)
-  local this = tonumber(nonce, 36)
-  if this > last then
-    return nil
+  local answer = lane_answer(rec, nonce)
+  if answer ~= nil then
+    redis.call('SET', kLane, rec, 'PX', ttl)
   end
-  redis.call('SET', kLane, rec, 'PX', ttl)
-  if this == last then
-    return string.sub(rec, bar + 1)
-  end
-  return false
+  return answer
 end
 
 -- read_uvarint decodes an unsigned varint of s at pos: the value and the
