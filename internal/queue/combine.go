@@ -150,7 +150,12 @@ func (c *Core) wake() {
 		}
 		cb.sending++
 		c.bg.Go(c.send)
+	default:
+		return
 	}
+	// A sender is on its way: the next offer waits for it, not for a
+	// call that ended long ago.
+	cb.sent = time.Now()
 }
 
 // rewake is wake for offers still queued when the recheck timer fires.
