@@ -49,12 +49,12 @@ func TestComposeTakesWhatIsNamed(t *testing.T) {
 		t.Fatal("a script that names nothing got definitions")
 	}
 	offer := compose(offerSrc)
-	for _, name := range []string{"lane_swap", "ready_push", "ready_check", "prio", "prio_fns", "read_uvarint", "PRIO_TAG", "seq_bytes"} {
+	for _, name := range []string{"lane_replay", "ready_push", "ready_check", "prio", "prio_fns", "read_uvarint", "PRIO_TAG", "seq_bytes"} {
 		if !has(offer, name) {
 			t.Errorf("offer.lua lacks %s", name)
 		}
 	}
-	for _, name := range []string{"with_header", "take_ready", "remove_pending", "lane_replay", "head_due"} {
+	for _, name := range []string{"with_header", "take_ready", "remove_pending"} {
 		if has(offer, name) {
 			t.Errorf("offer.lua has %s, which it does not use", name)
 		}

@@ -3,9 +3,8 @@
 -- item is already due and nothing pending (delayed or retry) is due before
 -- it. The items are taken in order and the outcome is the same as offering
 -- them one by one, but the fixed costs are paid once per call: one TIME,
--- one duplicate lookup (HMGET), one head read (two when needed), one
--- counter bump, one SET of the call's record, one ZADD, one HSET, at most
--- one LPUSH and one PUBLISH. Callers send one item,
+-- one duplicate lookup (HMGET), one head read per set, one counter bump, one
+-- ZADD, one HSET, at most one LPUSH and one PUBLISH. Callers send one item,
 -- the offers that concurrent callers queued meanwhile, or a chunk of
 -- OfferBatch; they bound the count (a few hundred).
 --
@@ -18,12 +17,6 @@
 --
 -- Every key is read (which checks its type) before the first write, so a
 -- call that fails changes nothing.
---
--- The outcome is known before the first write, so one SET ... GET both
--- records it and tells a second run (lane_swap); the retry set's head is
--- read only when an item is already due or would become the earliest
--- pending one. Each redis.call costs the server about as much as the
--- script's own bookkeeping for one item (docs/benchmarks.md).
 --
 -- KEYS[1] -> redelay:{q}:delayed   ZSET  member seq..id, score due µs
 -- KEYS[2] -> redelay:{q}:items     HASH  id -> seq..envelope
@@ -59,6 +52,18 @@
 --   (ARGV[4]).
 -- Due times use the server clock (TIME), so producers' clocks do not matter.
 
+local replay = lane_replay(KEYS[6], ARGV[2])
+if replay == false then
+  return redis.error_reply('STALE offer call ' .. ARGV[2] .. ': a later call of its lane ran already')
+end
+if replay then
+  local out = {}
+  for i = 1, #replay do
+    out[i] = tonumber(string.sub(replay, i, i))
+  end
+  return out
+end
+
 local us = now_us()
 local now = math.floor(us / 1000)
 local n = (#ARGV - 6) / 4
@@ -82,34 +87,7 @@ if #lookup > 0 then
     end
   end
 end
--- The due times; the retry set's head counts only for an item already due
--- (it goes to the ready list only if nothing pending is due at or before
--- it), so it is read now only when there is one.
-local dues, scores = {}, {}
-local any_due = false
-for i = 1, n do
-  local mode, t = ARGV[4 * i + 5], ARGV[4 * i + 6]
-  local due_us
-  if mode == 'd' then
-    due_us = us + tonumber(t)
-    scores[i] = us_str(due_us)
-  elseif mode == 'a' then
-    due_us = tonumber(t)
-    scores[i] = t -- an integer as the client wrote it: exact
-  else
-    due_us = us
-  end
-  dues[i] = due_us
-  if mode ~= 'r' and due_us <= us then
-    any_due = true
-  end
-end
-local head = set_head(KEYS[1])
-local retry_read = false
-if any_due then
-  head = math.min(head, set_head(KEYS[5]))
-  retry_read = true
-end
+local head = head_due(KEYS[1], KEYS[5])
 
 -- Decide each item's fate in order, as single offers would: due items go to
 -- the ready list only while nothing pending (including items of this call)
@@ -128,12 +106,22 @@ if ARGV[4] ~= '0' then
     end
   end
 end
-local status, ready_envs = {}, {}
+local status, dues, scores, ready_envs = {}, {}, {}, {}
 local min_due, delayed, added, ready_count = head, 0, {}, 0
 for i = 1, n do
   local id = ids[i]
-  local mode = ARGV[4 * i + 5]
-  local due_us = dues[i]
+  local mode, t = ARGV[4 * i + 5], ARGV[4 * i + 6]
+  local due_us
+  if mode == 'd' then
+    due_us = us + tonumber(t)
+    scores[i] = us_str(due_us)
+  elseif mode == 'a' then
+    due_us = tonumber(t)
+    scores[i] = t -- an integer as the client wrote it: exact
+  else
+    due_us = us
+  end
+  dues[i] = due_us
   if room == 0 and (mode == 'r' or not (existing[id] or added[id])) then
     status[i] = 3
   elseif mode == 'r' then
@@ -158,44 +146,15 @@ for i = 1, n do
     room = room - 1
   end
 end
--- An equal due time does not make a new head: the older item sorts first.
--- The retry set's head decides only now, if it was not read before.
-local publish = delayed > 0 and min_due < head
-if publish and not retry_read then
-  publish = min_due < set_head(KEYS[5])
-end
-
-if ready_count > 0 then
-  ready_check(KEYS[4], KEYS[7], ready_envs) -- type checks before the first write
-end
-
--- The counter first: a key of the wrong type fails the call before
--- anything else changes (a second run of the call leaves a gap in the
--- counter, harmless).
-local seq = 0
-if delayed > 0 then
-  seq = redis.call('INCRBY', KEYS[3], delayed) - delayed
-end
-
--- Every read is done: record the outcome, unless this call ran before.
-local replay = lane_swap(KEYS[6], ARGV[2], table.concat(status), ARGV[3])
-if replay == false then
-  return redis.error_reply('STALE offer call ' .. ARGV[2] .. ': a later call of its lane ran already')
-end
-if replay then
-  local out = {}
-  for i = 1, #replay do
-    out[i] = tonumber(string.sub(replay, i, i))
-  end
-  return out
-end
-
 if batch > 0 and ARGV[4] ~= '0' then
   if offset == 0 and room ~= 0 and n < batch then
     redis.call('SET', KEYS[8], '1', 'PX', 60000) -- the pass of the later chunks
   elseif offset > 0 and offset + n >= batch then
     redis.call('DEL', KEYS[8])
   end
+end
+if ready_count > 0 then
+  ready_check(KEYS[4], KEYS[7], ready_envs) -- type checks before the first write
 end
 
 -- The stored envelope gets the server's times (its due time in ms, rounded
@@ -215,6 +174,10 @@ end
 
 local ready = {}
 local zargs, hargs = {}, {}
+local seq = 0
+if delayed > 0 then
+  seq = redis.call('INCRBY', KEYS[3], delayed) - delayed
+end
 for i = 1, n do
   local st = status[i]
   if st == 1 then
@@ -236,7 +199,9 @@ if delayed > 0 then
   redis.call('ZADD', KEYS[1], unpack(zargs))
   redis.call('HSET', KEYS[2], unpack(hargs))
 end
-if publish then
+lane_record(KEYS[6], ARGV[2], table.concat(status), ARGV[3])
+-- An equal due time does not make a new head: the older item sorts first.
+if delayed > 0 and min_due < head then
   redis.call('PUBLISH', ARGV[1], us_str(min_due))
 end
 return status

@@ -117,32 +117,6 @@ local function head_due(kDelayed, kRetry)
   return due
 end
 
--- set_head returns the earliest due time (µs) in one sorted set, or
--- math.huge when it is empty.
-local function set_head(k)
-  local d = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-  if d[2] ~= nil then
-    return tonumber(d[2])
-  end
-  return math.huge
-end
-
--- lane_answer reads a lane's record rec for the call with nonce: the
--- recorded outcome when rec is this call's, false when it is a later
--- call's, nil when it is an earlier call's.
-local function lane_answer(rec, nonce)
-  local bar = string.find(rec, '|', 1, true)
-  local last = tonumber(string.sub(rec, 1, bar - 1), 36)
-  local this = tonumber(nonce, 36)
-  if this == last then
-    return string.sub(rec, bar + 1)
-  end
-  if this < last then
-    return false
-  end
-  return nil
-end
-
 -- lane_replay tells whether this call (ARGV nonce) ran before. Every call
 -- that is not idempotent by itself records its outcome under its lane (one
 -- producer's call slot) with lane_record; the nonces of a lane's calls grow
@@ -156,29 +130,21 @@ local function lane_replay(kLane, nonce)
   if not rec then
     return nil
   end
-  return lane_answer(rec, nonce)
+  local bar = string.find(rec, '|', 1, true)
+  local last = tonumber(string.sub(rec, 1, bar - 1), 36)
+  local this = tonumber(nonce, 36)
+  if this == last then
+    return string.sub(rec, bar + 1)
+  end
+  if this < last then
+    return false
+  end
+  return nil
 end
 
 -- lane_record stores a call's outcome under its lane for ttl ms.
 local function lane_record(kLane, nonce, outcome, ttl)
   redis.call('SET', kLane, nonce .. '|' .. outcome, 'PX', ttl)
-end
-
--- lane_swap is the replay check and the record above in one command, for a
--- call that knows its outcome before its first write: it records the
--- outcome and answers as the check does, from the record it replaced. When
--- that answer is not nil (the call ran before, or a later call ran), it
--- puts the old record back, and the caller must change nothing.
-local function lane_swap(kLane, nonce, outcome, ttl)
-  local rec = redis.call('SET', kLane, nonce .. '|' .. outcome, 'PX', ttl, 'GET')
-  if not rec then
-    return nil
-  end
-  local answer = lane_answer(rec, nonce)
-  if answer ~= nil then
-    redis.call('SET', kLane, rec, 'PX', ttl)
-  end
-  return answer
 end
 
 -- read_uvarint decodes an unsigned varint of s at pos: the value and the

@@ -12,11 +12,10 @@ import (
 	"github.com/redelay/redelay/internal/store"
 )
 
-// An offer call records its outcome with the same command that detects a
-// second run of it (offer.lua's lane_swap): a second run returns the
-// recorded outcome and stores nothing, and a copy of an older call of the
-// lane that arrives after a newer one is refused and changes nothing, not
-// even the lane's record.
+// An offer call records its outcome under its lane: a second run returns
+// the recorded outcome and stores nothing, and a copy of an older call of
+// the lane that arrives after a newer one is refused and changes nothing,
+// not even the lane's record.
 func TestOfferCallReplayAndStaleCopy(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Standalone(t)
