@@ -164,18 +164,8 @@ func (c *Core) rewake() {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
 	cb.armed = false
-	if len(cb.queue) > 0 && !c.isClosing() {
+	if len(cb.queue) > 0 {
 		c.wake()
-	}
-}
-
-// isClosing reports whether Close has begun.
-func (c *Core) isClosing() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
 	}
 }
 
