@@ -145,24 +145,31 @@ func (s *Server) Version(ctx context.Context) string {
 	return "?"
 }
 
-func infoField(info, name string) (int64, error) {
+// infoValue returns the value of field name in an INFO reply.
+func infoValue(info, name string) (string, error) {
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+":"); ok {
-			return strconv.ParseInt(v, 10, 64)
+			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("INFO has no %s", name)
+	return "", fmt.Errorf("INFO has no %s", name)
+}
+
+func infoField(info, name string) (int64, error) {
+	v, err := infoValue(info, name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
 
 func infoFloat(info, name string) (float64, error) {
-	sc := bufio.NewScanner(strings.NewReader(info))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+":"); ok {
-			return strconv.ParseFloat(v, 64)
-		}
+	v, err := infoValue(info, name)
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("INFO has no %s", name)
+	return strconv.ParseFloat(v, 64)
 }
 
 func freePort() (int, error) {
