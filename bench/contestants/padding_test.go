@@ -41,7 +41,7 @@ func TestPadded(t *testing.T) {
 	}
 }
 
-// pendingBytes offers 2000 items due in an hour, padded with pad bytes, to
+// pendingBytes offers 8000 items due in an hour, padded with pad bytes, to
 // a fresh server and returns the growth of used_memory less client buffers
 // (mem_clients_normal, which moves with the connections' query buffers)
 // and the script cache (used_memory_scripts: a script the contestant's
@@ -49,7 +49,7 @@ func TestPadded(t *testing.T) {
 // some 8 bytes per item) per item.
 func pendingBytes(t *testing.T, name string, pad int) float64 {
 	t.Helper()
-	const n = 2000
+	const n = 8000
 	addr := startTestRedisServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
