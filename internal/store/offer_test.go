@@ -68,3 +68,31 @@ func TestOfferCallReplayAndStaleCopy(t *testing.T) {
 		t.Fatalf("%d pending, want 2", n)
 	}
 }
+
+// Delayed-set scores are the server's clock plus each delay, to the
+// microsecond: Unix µs have 16 digits, and a number written with Lua's own
+// 14 significant digits would round them to 100 µs.
+func TestOfferScoresExact(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Standalone(t)
+	k := redistest.KeysOf(redistest.QueueName(t))
+	q := store.New(rdb).Queue(k)
+	var items []store.OfferItem
+	for i := range 5 {
+		id := string(rune('a' + i))
+		env := (&envelope.Envelope{ID: id, Payload: []byte("v")}).Marshal()
+		items = append(items, store.OfferItem{ID: id, Env: env, Mode: 'd', US: time.Hour.Microseconds() + int64(i)})
+	}
+	if _, err := q.Offer(ctx, "L", "1", 0, items); err != nil {
+		t.Fatal(err)
+	}
+	zs, err := rdb.ZRangeWithScores(ctx, k.Delayed, 0, -1).Result()
+	if err != nil || len(zs) != len(items) {
+		t.Fatalf("delayed set = %v, %v; want %d members", zs, err, len(items))
+	}
+	for i := 1; i < len(zs); i++ {
+		if d := zs[i].Score - zs[0].Score; d != float64(i) {
+			t.Fatalf("score %d is %.0f µs after the first, want %d (scores %v)", i, d, i, zs)
+		}
+	}
+}
