@@ -153,10 +153,16 @@ func BenchmarkOffer(b *testing.B) {
 			}
 		}
 	})
+	// offers/call is how many concurrent offers one script call carried
+	// (the combiner's sharing of the server's fixed cost per call), and
+	// server-us/offer the server's script time per offer (INFO
+	// commandstats; the transfer's few calls are in both).
 	b.Run("parallel", func(b *testing.B) {
-		_, dq := benchOpen(b, redistest.Standalone(b))
+		rdb := redistest.Standalone(b)
+		_, dq := benchOpen(b, rdb)
 		b.SetParallelism(benchParallelism)
 		b.ReportAllocs()
+		before := redistest.ReadCommandStat(b, rdb, "evalsha")
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			v := newBenchValue(1)
@@ -167,6 +173,12 @@ func BenchmarkOffer(b *testing.B) {
 				}
 			}
 		})
+		b.StopTimer()
+		after := redistest.ReadCommandStat(b, rdb, "evalsha")
+		if calls := after.Calls - before.Calls; calls > 0 {
+			b.ReportMetric(float64(b.N)/float64(calls), "offers/call")
+			b.ReportMetric(float64(after.Usec-before.Usec)/float64(b.N), "server-us/offer")
+		}
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,10 +19,10 @@ const maxCombined = 500
 
 // One combined call of a queue is in flight at a time while calls return
 // promptly: the offers made while a call is on its way all go in the next
-// one, so 8 producers send about 4 offers per call and share the server's
-// fixed cost per call (most of an offer's) 4 ways. With up to 4 in flight
-// at all times, calls carried 1.5 offers and the server spent 55–60 µs of
-// CPU per offer instead of 35 (docs/benchmarks.md): on a busy server the
+// one (see gather), so 8 producers share the server's fixed cost per call
+// (most of an offer's) nearly 8 ways. With up to 4 in flight at all
+// times, calls carried 1.5 offers and the server spent 55–60 µs of CPU
+// per offer instead of 35 (docs/benchmarks.md): on a busy server the
 // overlap of round trips did not make up for it. A call that has been on
 // its way for slowCall (a stalled connection, a slot on the move, a wait
 // for replicas) no longer holds the others back: another sender starts,
@@ -30,6 +31,44 @@ const (
 	maxSending = 4
 	slowCall   = 2 * time.Millisecond
 )
+
+// A sender whose calls carried several offers expects as many callers to
+// come back: when fewer offers are queued than its target (the most a
+// recent call carried), it yields to the other goroutines for up to
+// gatherWait before the call, so that the offers of callers just handed
+// their outcome go with it. Without this, 8 producers settled into calls
+// of 1 and 7, or 4 and 4 (the first caller back took a call of its own
+// and the others queued behind it): 4 offers per call on average; with
+// it, nearly 8 (docs/benchmarks.md). A lone producer never waits (its
+// target is 1), and the target falls back after gatherDecay calls in a
+// row carried fewer.
+const (
+	gatherWait  = 100 * time.Microsecond
+	gatherDecay = 16
+)
+
+// gather is a sender's target for the offers of one call.
+type gather struct {
+	target int // the most offers a recent call carried
+	below  int // calls in a row that carried fewer
+}
+
+// short tells whether queued offers are worth waiting for more.
+func (g *gather) short(queued int) bool {
+	return queued > 0 && queued < g.target
+}
+
+// sent records a call of n offers.
+func (g *gather) sent(n int) {
+	switch {
+	case n >= g.target:
+		g.target, g.below = n, 0
+	case g.below+1 >= gatherDecay:
+		g.target, g.below = n, 0
+	default:
+		g.below++
+	}
+}
 
 // senderLinger is how long a sender with nothing to send waits for the
 // next offer before it ends. A producer offering more often than that
@@ -232,8 +271,19 @@ func (c *Core) send() {
 			linger.Stop()
 		}
 	}()
+	var g gather
 	for {
 		cb.mu.Lock()
+		if g.short(len(cb.queue)) {
+			// The callers of the previous calls are likely on their way
+			// back with their next offers: let them run, briefly.
+			deadline := time.Now().Add(gatherWait)
+			for g.short(len(cb.queue)) && time.Now().Before(deadline) {
+				cb.mu.Unlock()
+				runtime.Gosched()
+				cb.mu.Lock()
+			}
+		}
 		n := min(len(cb.queue), maxCombined)
 		if n == 0 {
 			cb.idle++
@@ -261,6 +311,7 @@ func (c *Core) send() {
 			cb.mu.Unlock()
 			return
 		}
+		g.sent(n)
 		batch := slices.Clone(cb.queue[:n])
 		cb.queue = slices.Delete(cb.queue, 0, n)
 		cb.sent = time.Now()

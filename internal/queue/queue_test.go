@@ -59,3 +59,38 @@ func TestLanes(t *testing.T) {
 		t.Fatal("nextNonce repeated a nonce")
 	}
 }
+
+// A sender waits for more offers only when it has some and fewer than the
+// most a recent call carried; after gatherDecay calls in a row that carried
+// fewer, the target falls to the latest call's count.
+func TestGatherTarget(t *testing.T) {
+	var g gather
+	if g.short(1) {
+		t.Fatal("a new sender waits for more than one offer")
+	}
+	g.sent(1)
+	if g.short(1) {
+		t.Fatal("a lone producer's sender waits for a second offer")
+	}
+	g.sent(8)
+	if !g.short(3) || g.short(8) || g.short(0) {
+		t.Fatalf("after a call of 8: short(3)=%v short(8)=%v short(0)=%v; want true false false", g.short(3), g.short(8), g.short(0))
+	}
+	for range gatherDecay - 1 {
+		g.sent(2)
+	}
+	if !g.short(2) {
+		t.Fatalf("target fell after %d smaller calls, want it kept until %d", gatherDecay-1, gatherDecay)
+	}
+	g.sent(8) // a full call again: the count of smaller calls starts over
+	for range gatherDecay - 1 {
+		g.sent(2)
+	}
+	if !g.short(2) {
+		t.Fatal("a full call did not restart the count of smaller calls")
+	}
+	g.sent(2)
+	if g.short(2) || !g.short(1) {
+		t.Fatalf("after %d calls of 2 the target is not 2", gatherDecay)
+	}
+}
