@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,6 +180,41 @@ func BenchmarkOffer(b *testing.B) {
 			b.ReportMetric(float64(b.N)/float64(calls), "offers/call")
 			b.ReportMetric(float64(after.Usec-before.Usec)/float64(b.N), "server-us/offer")
 		}
+	})
+	// paced: 8 producers that each pause a millisecond between offers (a
+	// handler doing other work), the case where a sender waiting for more
+	// offers waits in vain; client-cpu-us/offer is this process's CPU time
+	// per offer (getrusage), the cost of that waiting.
+	b.Run("paced", func(b *testing.B) {
+		rdb := redistest.Standalone(b)
+		_, dq := benchOpen(b, rdb)
+		const producers = 8
+		b.ReportAllocs()
+		before := redistest.ReadCommandStat(b, rdb, "evalsha")
+		cpu0 := processCPU(b)
+		b.ResetTimer()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range producers {
+			wg.Go(func() {
+				v := newBenchValue(1)
+				for next.Add(1) <= int64(b.N) {
+					if _, err := dq.Offer(ctx, v, benchFar); err != nil {
+						b.Error(err)
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+		cpu := processCPU(b) - cpu0
+		after := redistest.ReadCommandStat(b, rdb, "evalsha")
+		if calls := after.Calls - before.Calls; calls > 0 {
+			b.ReportMetric(float64(b.N)/float64(calls), "offers/call")
+		}
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "client-cpu-us/offer")
 	})
 }
 
@@ -554,4 +590,14 @@ func BenchmarkPaired(b *testing.B) {
 			},
 			"zadd", raw)
 	})
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
