@@ -64,10 +64,11 @@ func ExampleQueue_Poll() {
 	v, ok, err := q.Poll(ctx, 100*time.Millisecond)
 	fmt.Println(v, ok, err)
 
+	// An item ready: Poll returns it at once, well within its timeout.
 	if _, err := q.Offer(ctx, 42); err != nil {
 		panic(err)
 	}
-	v, ok, err = q.Poll(ctx, 100*time.Millisecond)
+	v, ok, err = q.Poll(ctx, time.Second)
 	fmt.Println(v, ok, err)
 	// Output:
 	// 0 false <nil>
