@@ -62,6 +62,7 @@ func clientsWantRefused(t *testing.T, what string, err error) {
 // error wrapping ErrInvalidQueue that names the Ring, panics nowhere, and
 // writes nothing to the shard.
 func TestRingClientRefused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"shard1": srv.Addr()}})
 	t.Cleanup(func() { _ = ring.Close() })
@@ -307,6 +308,7 @@ func clientsSettled(t *testing.T, rdb redis.UniversalClient, name, what string) 
 // wake-up subscription works: after the failover, only if it followed the
 // switch.
 func TestFailoverClient(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	rdb := s.Client(t)
 	name := redistest.QueueName(t)

@@ -200,6 +200,7 @@ func TestConsumeExtendsLeases(t *testing.T) {
 
 // Consume survives Redis errors while receiving and resumes.
 func TestConsumeSurvivesRedisRestart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t, redistest.WithAOF())
 	rdb := srv.Client(t)
 	q := blocking.New[string](rdb, redistest.QueueName(t))

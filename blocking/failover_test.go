@@ -315,8 +315,10 @@ const (
 // and receives work again after the failover, on the same client, and
 // nothing offered after it is lost or delivered twice.
 func TestSentinelFailoverLosesUnreplicatedWrites(t *testing.T) {
-	t.Run("kill", func(t *testing.T) { foRun(t, true) })
-	t.Run("forced", func(t *testing.T) { foRun(t, false) })
+	t.Parallel()
+	// Each subtest starts its own Sentinel deployment.
+	t.Run("kill", func(t *testing.T) { t.Parallel(); foRun(t, true) })
+	t.Run("forced", func(t *testing.T) { t.Parallel(); foRun(t, false) })
 }
 
 func foRun(t *testing.T, kill bool) {
@@ -771,6 +773,7 @@ func (h *migHook) note(err error) {
 // until the slot is assigned to it. go-redis retries TRYAGAIN a few times
 // (MaxRedirects) and then returns the last reply, TRYAGAIN, ASK or MOVED.
 func TestClusterSlotMigration(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	c := redistest.StartCluster(t)
 	hook := &migHook{}
@@ -1169,6 +1172,7 @@ func migKeysOnTarget(t *testing.T, ctx context.Context, admins map[string]*redis
 // receive gave it back (before the fix it waited in the claimed list for
 // 30 s).
 func TestReceiveLeaseErrorGivesClaimBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	rdb := srv.Client(t)
 	name := redistest.QueueName(t)

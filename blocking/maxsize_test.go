@@ -235,6 +235,7 @@ func TestMaxSizeOption(t *testing.T) {
 // is confirmed by WAIT after it: on the replica when OfferBatch returns,
 // whole or not at all.
 func TestMaxSizeBatchWithReplicaAck(t *testing.T) {
+	t.Parallel()
 	master := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, master)
 	rdb, rr := master.Client(t), replica.Client(t)

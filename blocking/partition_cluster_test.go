@@ -71,6 +71,7 @@ func spreadName(t testing.TB, rdb *redis.ClusterClient, n, min int) string {
 // consuming) are each handled exactly once; and every master serves a
 // fair share of the script calls (the spread is logged).
 func TestPartitionClusterLoad(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := redistest.StartCluster(t)
 	admin := c.Client(t)

@@ -87,6 +87,7 @@ type pzEvent struct {
 // offered while paused are all delivered, exactly once, after Resume, and
 // none of them before.
 func TestPauseAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	rdb := srv.Client(t)
 	ctx := context.Background()
@@ -236,6 +237,7 @@ func TestPauseAcrossProcesses(t *testing.T) {
 // sees Stats().Paused, and its Poll gets nothing while an item is ready;
 // after Resume it gets the item.
 func TestPauseSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t, redistest.WithAOF())
 	ctx := context.Background()
 	name := redistest.QueueName(t)

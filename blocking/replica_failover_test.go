@@ -354,6 +354,7 @@ func (l *raLoad) finish(what string, fault, over time.Time) {
 // that returned nil may be lost; consumers must resume on their own, and
 // delayed items due after the failover must fire.
 func TestSentinelKillWithReplicaAck(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	rdb := s.Client(t)
 	l := raStart(t, rdb)
@@ -401,6 +402,7 @@ func TestSentinelKillWithReplicaAck(t *testing.T) {
 // (their replica became a master and no longer copies them), so they
 // return ErrNotReplicated, and no offer that returned nil may be lost.
 func TestSentinelForcedFailoverWithReplicaAck(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	l := raStart(t, s.Client(t))
 	foSleepUntil(time.Now().Add(raWarmup))
@@ -421,6 +423,7 @@ func TestSentinelForcedFailoverWithReplicaAck(t *testing.T) {
 // MOVED, ASK and TRYAGAIN meanwhile; no offer that returned nil may be
 // lost, and consumers must resume on their own.
 func TestClusterReplicaAckFailoverAndSlotMove(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartClusterWithReplicas(t)
 	hook := &migHook{}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})

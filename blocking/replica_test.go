@@ -204,6 +204,7 @@ func TestReplicaAckNotReplicated(t *testing.T) {
 // With a live replica, every write returns nil, and when it does the
 // replica has it.
 func TestReplicaAckConfirmed(t *testing.T) {
+	t.Parallel()
 	master := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, master)
 	rdb, rr := master.Client(t), replica.Client(t)
