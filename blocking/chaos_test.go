@@ -50,6 +50,7 @@ func TestChildConsumer(t *testing.T) {
 // A consumer process is killed with SIGKILL while it holds a lease; the item
 // is delivered again, with Attempt 2, once the visibility timeout passes.
 func TestKill9(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		const vis = time.Second
 		name := redistest.QueueName(t)
@@ -165,6 +166,7 @@ func namedClient(t *testing.T, rdb redis.UniversalClient, name string) redis.Uni
 // while it waits in Receive: the leased item comes back with Attempt 2 and
 // the cut consumer's late Ack changes nothing; no item is lost or doubled.
 func TestClientKilled(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
@@ -266,6 +268,7 @@ func (s *settleFailures) failed() map[string]bool {
 // Consume works through a few thousand items: every item is handled at least
 // once, none is lost, and no item whose ack succeeded comes back.
 func TestRedisRestartDuringConsume(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t, redistest.WithAOF())
 	rdb := srv.Client(t)
 	var logs settleFailures

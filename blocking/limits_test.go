@@ -216,6 +216,7 @@ func TestGlobalConcurrency(t *testing.T) {
 // A process that dies holding every lease the limit allows does not stop
 // the fleet: its share comes back when its leases expire.
 func TestGlobalConcurrencyCrashedShareReturns(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)

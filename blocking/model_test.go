@@ -1992,10 +1992,13 @@ func runModel(t *testing.T, env *modelEnv) {
 }
 
 func TestModel(t *testing.T) {
+	t.Parallel()
 	t.Run("miniredis", func(t *testing.T) {
+		t.Parallel()
 		runModel(t, &modelEnv{b: &modelOnMiniredis})
 	})
 	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
 		rdb := redistest.Standalone(t)
 		frdb := newModelFencedClient(rdb.Options().Addr)
 		t.Cleanup(func() { _ = frdb.Close() })

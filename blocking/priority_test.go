@@ -98,6 +98,7 @@ func prCheckOvertakes(t *testing.T, got []string, want []prItem, ahead int) {
 }
 
 func TestPriorityTakeOrder(t *testing.T) {
+	t.Parallel()
 	const n = 1000
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
@@ -323,6 +324,7 @@ func TestPriorityDueTogether(t *testing.T) {
 }
 
 func TestPrioritySurvivesNackReclaimAndRedrive(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

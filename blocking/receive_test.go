@@ -157,6 +157,7 @@ func TestNackToDeadLettersAndRedrive(t *testing.T) {
 }
 
 func TestRedriveInBulk(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxAttempts(1))
@@ -261,6 +262,7 @@ func TestExtendKeepsLease(t *testing.T) {
 
 // Leases that expire on the last attempt are dead-lettered by the reclaimer.
 func TestExpiredOnLastAttemptIsDeadLettered(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		q := blocking.New[string](rdb, redistest.QueueName(t),

@@ -90,6 +90,7 @@ func (l *replicaLog) has(part string) bool {
 // are stored, acks and nacks settle their deliveries. On the cluster, the
 // write and WAIT go to the master of the queue's slot.
 func TestReplicaAckNotReplicated(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -50,6 +50,7 @@ func ttlDead(t *testing.T, rdb redis.UniversalClient, name string) []string {
 }
 
 func TestTTLExpiredNeverDelivered(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		for _, how := range []string{"take", "receive", "consume", "take from partitions", "receive from partitions"} {
