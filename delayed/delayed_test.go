@@ -293,6 +293,7 @@ func TestClearAndClose(t *testing.T) {
 // Three clients (as three processes would) each transfer and consume the same
 // queue: every item is delivered exactly once.
 func TestManyTransferrersExactlyOnce(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
@@ -496,6 +497,7 @@ func TestOfferBatchAfterScriptFlush(t *testing.T) {
 // Remove knows, and takes the ready-list shortcut only when nothing pending
 // is due before it (the rule single offers follow).
 func TestOfferBatchChunks(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		const n = 4700 // nine chunks, two round trips
@@ -592,6 +594,7 @@ func TestOfferBatchEncodeError(t *testing.T) {
 // otherwise, every accepted item is delivered once, and each producer's
 // items, all due at the same instant, keep that producer's offer order.
 func TestConcurrentOffersCombine(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		// No transfer while the producers run: on a loaded machine they may
@@ -734,6 +737,7 @@ func TestOfferCancelledWhileQueued(t *testing.T) {
 // combined call that failed, every offer that returned an ID is pending
 // after the restart, and offering works again afterwards.
 func TestOffersAcrossRedisRestart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t, redistest.WithAOF())
 	rdb := srv.Client(t)
 	q, dq := open[int](t, rdb, redistest.QueueName(t), delayed.WithoutTransfer())

@@ -172,6 +172,7 @@ func TestWithUniqueFor(t *testing.T) {
 // runs leave one pending item; the last replace's value is the one
 // delivered, once.
 func TestDuplicateModesRace(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name string
 		opt  delayed.OfferOption

@@ -449,6 +449,7 @@ func (it *rscItem) add(o *rscOp) {
 //   - When all is done, nothing is left: no delayed, ready, in-flight,
 //     retry or dead item.
 func TestConcurrentReschedulesModel(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		const (
 			n           = 300

@@ -67,6 +67,7 @@ func consumeTicks(ctx context.Context, t *testing.T, q *blocking.Queue[string], 
 // A schedule held by three processes, none a leader, fires each tick
 // once; a process leaving midway changes nothing.
 func TestScheduleEverySecondThreeProcesses(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
@@ -132,6 +133,7 @@ func TestScheduleEverySecondThreeProcesses(t *testing.T) {
 // Ticks missed while no process ran: the latest fires once, older ones
 // are skipped (the default policy).
 func TestScheduleMissedTicks(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Standalone(t)
 	ctx := context.Background()
 	name := redistest.QueueName(t)
@@ -168,6 +170,7 @@ func TestScheduleMissedTicks(t *testing.T) {
 // Scheduling again with a new spec withdraws the old spec's ticks: no
 // tick fires twice, and the new spec takes over.
 func TestScheduleUpsert(t *testing.T) {
+	t.Parallel()
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		q, dq := open[string](t, rdb, redistest.QueueName(t))
@@ -290,6 +293,7 @@ func (slowScheduleRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // materialized ticks between Unschedule's read and its write (before the
 // fix, two ticks fired up to 1.8 s after it returned).
 func TestUnscheduleWhileTicksAreMaterialized(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Standalone(t)
 	ctx := context.Background()
 	name := redistest.QueueName(t)
