@@ -14,7 +14,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 )
 
-// Items offered with delays out of order are taken in due order.
+// Items offered out of order are taken in due order.
 func ExampleNew() {
 	mr, err := miniredis.Run() // an embedded server; use your Redis in production
 	if err != nil {
@@ -30,15 +30,18 @@ func ExampleNew() {
 	dq := delayed.New(q) // where items wait until due
 	defer dq.Close()
 
+	// Offered out of order, each due at a time of its own (Offer takes a
+	// delay from now instead).
+	now := time.Now()
 	for _, it := range []struct {
-		msg   string
-		delay time.Duration
+		msg string
+		due time.Time
 	}{
-		{"third", 200 * time.Millisecond},
-		{"first", 0},
-		{"second", 100 * time.Millisecond},
+		{"third", now.Add(200 * time.Millisecond)},
+		{"first", now},
+		{"second", now.Add(100 * time.Millisecond)},
 	} {
-		if _, err := dq.Offer(ctx, it.msg, it.delay); err != nil {
+		if _, err := dq.OfferAt(ctx, it.msg, it.due); err != nil {
 			panic(err)
 		}
 	}
