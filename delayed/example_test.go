@@ -211,9 +211,9 @@ func ExampleQueue_Reschedule() {
 }
 
 // Autosave when the user stops typing: each keystroke offers the draft
-// again under the document's ID, and the save fires 200 ms after the last
+// again under the document's ID, and the save fires 500 ms after the last
 // one, with the latest draft; during a long stream of keystrokes it fires
-// at least once a second (the max wait, counted from the first offer).
+// at least every 2 s (the max wait, counted from the first offer).
 func ExampleWithDebounce() {
 	mr, err := miniredis.Run()
 	if err != nil {
@@ -230,8 +230,8 @@ func ExampleWithDebounce() {
 	defer dq.Close()
 
 	for _, draft := range []string{"Dear", "Dear Ada,", "Dear Ada, thanks!"} {
-		id, err := dq.Offer(ctx, draft, 200*time.Millisecond,
-			delayed.WithID("doc-7"), delayed.WithDebounce(time.Second))
+		id, err := dq.Offer(ctx, draft, 500*time.Millisecond,
+			delayed.WithID("doc-7"), delayed.WithDebounce(2*time.Second))
 		if err != nil {
 			panic(err)
 		}
@@ -240,7 +240,7 @@ func ExampleWithDebounce() {
 	n, _ := dq.Size(ctx)
 	fmt.Println("pending:", n)
 
-	draft, err := q.Take(ctx) // 200 ms after the last keystroke
+	draft, err := q.Take(ctx) // 500 ms after the last keystroke
 	fmt.Println("save:", draft, err)
 	_, ok, err := q.Poll(ctx, 300*time.Millisecond)
 	fmt.Println("another save:", ok, err)
