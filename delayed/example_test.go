@@ -76,7 +76,7 @@ func ExampleQueue_Remove() {
 	defer dq.Close()
 
 	for _, orderID := range []string{"order-1", "order-2"} {
-		if _, err := dq.Offer(ctx, orderID, 100*time.Millisecond, delayed.WithID(orderID)); err != nil {
+		if _, err := dq.Offer(ctx, orderID, 500*time.Millisecond, delayed.WithID(orderID)); err != nil {
 			panic(err)
 		}
 	}
@@ -145,7 +145,7 @@ func ExampleQueue_OfferBatch() {
 	dq := delayed.New(q)
 	defer dq.Close()
 
-	ids, err := dq.OfferBatch(ctx, []string{"ada", "grace", "linus"}, 100*time.Millisecond)
+	ids, err := dq.OfferBatch(ctx, []string{"ada", "grace", "linus"}, 500*time.Millisecond)
 	if err != nil {
 		panic(err)
 	}
