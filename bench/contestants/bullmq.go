@@ -64,6 +64,14 @@ func (*BullMQ) Settings() string {
 		"Worker concurrency 8, otherwise defaults (removeOnComplete off, attempts 1)"
 }
 
+// ClientPid implements ClientProcess: the Node.js worker, 0 before Setup.
+func (b *BullMQ) ClientPid() int {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
 // SetPadding implements Contestant: worker.mjs adds a pad field of n bytes
 // to each job's data, {id, pad}.
 func (b *BullMQ) SetPadding(n int) { b.pad = max(n, 0) }

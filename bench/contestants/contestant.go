@@ -48,6 +48,14 @@ type Canceler interface {
 	Cancel(ctx context.Context, id int) error
 }
 
+// ClientProcess is implemented by contestants whose client runs in a
+// process of their own (BullMQ's Node.js worker): the harness adds that
+// process's CPU time to its own when it measures what offers cost the
+// client. 0 when no such process is running.
+type ClientProcess interface {
+	ClientPid() int
+}
+
 // padding returns n bytes of printable padding (bench/bullmq/worker.mjs
 // builds the same string).
 func padding(n int) string {

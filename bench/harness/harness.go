@@ -89,8 +89,13 @@ type OfferResult struct {
 	// during the offers, µs per item: what one offer costs the server,
 	// whatever the clients' share of the machine.
 	CPUPer float64 `json:"redis_cpu_us_per_item,omitempty"`
-	Errors int     `json:"errors"`
-	Note   string  `json:"note,omitempty"`
+	// ClientCPUPer is the client side's CPU time during the offers
+	// (clientCPU: this process, plus the contestant's own client process),
+	// µs per item. With CPUPer it says where an offer's time goes; the
+	// rest of the wall time is waiting (round trips, wake-ups).
+	ClientCPUPer float64 `json:"client_cpu_us_per_item,omitempty"`
+	Errors       int     `json:"errors"`
+	Note         string  `json:"note,omitempty"`
 }
 
 // MemoryResult is Redis memory per pending item, for one value size: the
@@ -512,7 +517,9 @@ func offerMeasured(ctx context.Context, c contestants.Contestant, srv *Server, n
 	if err != nil {
 		return 0, err
 	}
+	client, clientErr := clientCPU(c)
 	el, failed := offerAll(ctx, c, seq(0, n), func(int) time.Time { return far }, p)
+	clientAfter, clientAfterErr := clientCPU(c)
 	res.Errors = failed
 	if ctx.Err() != nil {
 		return el, errors.New("cut at the time bound")
@@ -528,6 +535,10 @@ func offerMeasured(ctx context.Context, c contestants.Contestant, srv *Server, n
 	if n > failed {
 		res.BytesPer = float64(after-before) / float64(n-failed)
 		res.CPUPer = (cpuAfter - cpu).Seconds() * 1e6 / float64(n-failed)
+		if err := errors.Join(clientErr, clientAfterErr); err != nil {
+			return el, err
+		}
+		res.ClientCPUPer = (clientAfter - client).Seconds() * 1e6 / float64(n-failed)
 	}
 	return el, nil
 }

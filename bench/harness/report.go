@@ -78,8 +78,8 @@ func Markdown(res *Results) string {
 	}
 
 	zadd := res.ceilingOf("ZADD")
-	p("\n## Offer throughput\n\n%d items due in 24 h (nothing moves). Memory (1-producer run, the id alone as the value): `used_memory` less client buffers, after − before, ÷ items; see also [Memory per pending item](#memory-per-pending-item). Redis CPU: the server's user + system CPU time during the offers ÷ items (INFO cpu), µs, for 1 and %[2]d producers. \"vs best\" and \"vs ZADD ceiling\" compare the %[2]d-producer rate.\n\n", cfg.OfferN, cfg.Producers)
-	p("| contestant | 1 producer items/s | %d producers items/s | batch items/s | Redis bytes / pending item | Redis CPU µs / item, 1 · %[1]d producers | vs best | vs ZADD ceiling | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", cfg.Producers)
+	p("\n## Offer throughput\n\n%d items due in 24 h (nothing moves). Memory (1-producer run, the id alone as the value): `used_memory` less client buffers, after − before, ÷ items; see also [Memory per pending item](#memory-per-pending-item). Redis CPU: the server's user + system CPU time during the offers ÷ items (INFO cpu), µs, for 1 and %[2]d producers. Client CPU: the same for the client side (this harness's process, where every Go contestant runs, plus BullMQ's Node.js process; 10 ms ticks for the latter). \"vs best\" and \"vs ZADD ceiling\" compare the %[2]d-producer rate.\n\n", cfg.OfferN, cfg.Producers)
+	p("| contestant | 1 producer items/s | %d producers items/s | batch items/s | Redis bytes / pending item | Redis CPU µs / item, 1 · %[1]d producers | client CPU µs / item, 1 · %[1]d producers | vs best | vs ZADD ceiling | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", cfg.Producers)
 	best := 0.0
 	for _, o := range res.Offer {
 		if o.Producers == cfg.Producers && !o.Batch {
@@ -88,7 +88,7 @@ func Markdown(res *Results) string {
 	}
 	for _, c := range res.Contestants {
 		var one, many, batch float64
-		var mem, cpuOne, cpuMany float64
+		var mem, cpuOne, cpuMany, clientOne, clientMany float64
 		var notes []string
 		for _, o := range res.Offer {
 			if o.Contestant != c.Name {
@@ -98,9 +98,9 @@ func Markdown(res *Results) string {
 			case o.Batch:
 				batch = o.PerSec
 			case o.Producers == 1:
-				one, mem, cpuOne = o.PerSec, o.BytesPer, o.CPUPer
+				one, mem, cpuOne, clientOne = o.PerSec, o.BytesPer, o.CPUPer, o.ClientCPUPer
 			default:
-				many, cpuMany = o.PerSec, o.CPUPer
+				many, cpuMany, clientMany = o.PerSec, o.CPUPer, o.ClientCPUPer
 			}
 			if o.Errors > 0 {
 				notes = append(notes, fmt.Sprintf("%d errors", o.Errors))
@@ -109,8 +109,8 @@ func Markdown(res *Results) string {
 				notes = append(notes, o.Note)
 			}
 		}
-		p("| %s | %s | %s | %s | %s | %s · %s | %s | %s | %s |\n", c.Name, num(one), num(many), num(batch), num(mem), num(cpuOne), num(cpuMany),
-			ratio(many, best), ratio(many, zadd), strings.Join(notes, "; "))
+		p("| %s | %s | %s | %s | %s | %s · %s | %s · %s | %s | %s | %s |\n", c.Name, num(one), num(many), num(batch), num(mem), num(cpuOne), num(cpuMany),
+			num(clientOne), num(clientMany), ratio(many, best), ratio(many, zadd), strings.Join(notes, "; "))
 	}
 
 	memoryTable(&b, res)
