@@ -14,8 +14,8 @@ import (
 // A delayed queue feeding a blocking queue opened WithPartitions(n > 1)
 // is n delayed queues, one per partition, each transferring its own
 // partition; calls by ID go to the partition of the ID, Size, Clear and
-// List to all of them. Recurring schedules live in partition 0 (their
-// ticks too, whatever their IDs hash to).
+// List to all of them. Recurring schedules live in partition 0, and their
+// ticks too: IDs of a tick's shape route there.
 
 // newPartitioned returns the delayed queue of these partitions' cores.
 func newPartitioned[T any](cores []*queue.Core, o newOptions) *Queue[T] {

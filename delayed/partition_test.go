@@ -3,6 +3,7 @@ package delayed_test
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"strconv"
 	"testing"
 	"time"
@@ -122,4 +123,84 @@ func TestPartitionDueInEveryPartition(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPartitionTickByID: a recurring schedule's ticks are materialized in
+// partition 0 of a partitioned queue; Get, Contains, Reschedule and Remove
+// by a tick's ID find them there. They used to look in the partition the
+// ID hashes to, and found nothing three times in four.
+func TestPartitionTickByID(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		const n, schedules = 4, 8
+		q := blocking.New[string](rdb, name, blocking.WithPartitions(n))
+		t.Cleanup(func() { _ = q.Close() })
+		runner := delayed.New(q) // its transfer materializes the ticks
+		for i := range schedules {
+			if err := runner.Schedule(ctx, "s"+strconv.Itoa(i), "@every 1s", "tick"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pendingTicks := func(dq *delayed.Queue[string]) map[string][]string {
+			items, err := dq.List(ctx, 0, delayed.MaxPage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bySchedule := map[string][]string{}
+			for _, it := range items {
+				if s := it.Headers[delayed.HeaderSchedule]; s != "" {
+					bySchedule[s] = append(bySchedule[s], it.ID)
+				}
+			}
+			return bySchedule
+		}
+		redistest.WaitFor(t, 10*time.Second, "a pending tick of every schedule", func() bool {
+			return len(pendingTicks(runner)) == schedules
+		})
+		// With no transfer running, the pending ticks stay pending, also
+		// once due.
+		if err := runner.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dq := delayed.New(q, delayed.WithoutTransfer())
+		t.Cleanup(func() { _ = dq.Close() })
+		hashedElsewhere := 0
+		for _, ids := range pendingTicks(dq) {
+			for _, id := range ids {
+				if fnvPartition(id, n) != 0 {
+					hashedElsewhere++
+				}
+				if it, err := dq.Get(ctx, id); err != nil || it.Value != "tick" {
+					t.Fatalf("Get(%s) = %+v, %v", id, it, err)
+				}
+				if ok, err := dq.Contains(ctx, id); err != nil || !ok {
+					t.Fatalf("Contains(%s) = %v, %v", id, ok, err)
+				}
+				if err := dq.Reschedule(ctx, id, time.Hour); err != nil {
+					t.Fatalf("Reschedule(%s) = %v", id, err)
+				}
+				if ok, err := dq.Remove(ctx, id); err != nil || !ok {
+					t.Fatalf("Remove(%s) = %v, %v", id, ok, err)
+				}
+				if _, err := dq.Get(ctx, id); !errors.Is(err, delayed.ErrNotFound) {
+					t.Fatalf("Get(%s) after Remove = %v", id, err)
+				}
+			}
+		}
+		if hashedElsewhere == 0 {
+			t.Fatal("no tick ID hashes outside partition 0: the test shows nothing")
+		}
+		if s, err := dq.Size(ctx); err != nil || s != 0 {
+			t.Fatalf("Size after removing every tick = %d, %v", s, err)
+		}
+	})
+}
+
+// fnvPartition is the partition an ID hashes to (FNV-1a modulo n), as
+// keys.PartitionOf routes every ID that is not a tick's.
+func fnvPartition(id string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
 }

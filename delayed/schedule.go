@@ -70,7 +70,7 @@ type ScheduleInfo struct {
 
 // Schedule creates or replaces (by name) a recurring schedule (in
 // partition 0 of a queue opened with blocking.WithPartitions, its ticks
-// too, whatever their IDs hash to): at each tick
+// too, where calls by a tick's ID find them): at each tick
 // of spec, v is delivered to the queue once, as an item whose ID is the
 // name, "@" and the tick's time in UTC (e.g. "nightly@2026-12-02T03:00:00.000Z"),
 // stable for that tick so consumers can deduplicate, with the header

@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -141,15 +142,34 @@ func (q Queue) Partition(i int) Queue {
 }
 
 // PartitionOf returns the partition (0..n-1) of the item with this ID in a
-// queue of n partitions: FNV-1a of the ID, modulo n. The mapping is part of
-// the stored format: every process and the inspector must agree on it.
+// queue of n partitions: 0 for a recurring schedule's tick (IsTickID),
+// which partition 0's transfer materializes there, else FNV-1a of the ID,
+// modulo n. The mapping is part of the stored format: every process and
+// the inspector must agree on it.
 func PartitionOf(id string, n int) int {
-	if n <= 1 {
+	if n <= 1 || IsTickID(id) {
 		return 0
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id)) // never fails
 	return int(h.Sum32() % uint32(n))
+}
+
+// TickIDLayout is the time layout that ends the ID of a recurring
+// schedule's tick: the schedule's name, '@', and the tick's time in UTC
+// (internal/schedule.TickID).
+const TickIDLayout = "2006-01-02T15:04:05.000Z"
+
+// IsTickID reports whether id has the shape of a recurring schedule's tick
+// ID: anything, '@', then a valid time in TickIDLayout. An item offered
+// with such an ID of one's own is routed as a tick is.
+func IsTickID(id string) bool {
+	const l = len(TickIDLayout)
+	if len(id) <= l || id[len(id)-l-1] != '@' || id[len(id)-1] != 'Z' {
+		return false
+	}
+	_, err := time.Parse(TickIDLayout, id[len(id)-l:])
+	return err == nil
 }
 
 // Dead returns the keys of q's dead-letter queue.

@@ -80,3 +80,39 @@ func TestPartitionOf(t *testing.T) {
 		t.Fatalf("PartitionOf(order-42) = %d of 8, %d of 256; the stored mapping changed", a, b)
 	}
 }
+
+func TestTickIDsRouteToPartitionZero(t *testing.T) {
+	for _, id := range []string{
+		"heartbeat@2026-12-01T20:49:49.000Z",
+		"@2026-01-01T00:00:00.000Z",
+		"a@b@2026-06-30T23:59:59.999Z",
+		"nightly report ✓@2030-02-28T03:00:00.500Z",
+	} {
+		if !IsTickID(id) {
+			t.Errorf("IsTickID(%q) = false", id)
+		}
+		for n := 2; n <= 256; n++ {
+			if p := PartitionOf(id, n); p != 0 {
+				t.Fatalf("PartitionOf(%q, %d) = %d, want 0", id, n, p)
+			}
+		}
+	}
+	for _, id := range []string{
+		"",
+		"Z",
+		"2026-12-01T20:49:49.000Z",           // no '@'
+		"s@2026-12-01T20:49:49Z",             // no milliseconds
+		"s@2026-12-01T20:49:49.000",          // no Z
+		"s@2026-12-01T20:49:49.000+01:00",    // not UTC
+		"s@2026-13-01T20:49:49.000Z",         // month 13
+		"s@2026-02-30T20:49:49.000Z",         // 30 February
+		"s@2026-12-01 20:49:49.000Z",         // space for T
+		"s@2026-12-01T20:49:49.000Zx",        // trailing byte
+		"s#2026-12-01T20:49:49.000Z",         // '#' for '@'
+		"s@\xff\xfe\x00-12-01T20:49:49.000Z", // bytes
+	} {
+		if IsTickID(id) {
+			t.Errorf("IsTickID(%q) = true", id)
+		}
+	}
+}

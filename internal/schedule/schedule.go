@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/redelay/redelay/internal/keys"
 )
 
 // Lead is how long before its time a tick is materialized as a delayed
@@ -103,9 +105,10 @@ func Plan(s cron.Schedule, next, now time.Time, policy Missed) (ticks []time.Tim
 }
 
 // TickID is the ID of the item of schedule name's tick at t: stable, so
-// that consumers can deduplicate, and readable.
+// that consumers can deduplicate, and readable. On a partitioned queue,
+// IDs of this shape route to partition 0 (keys.IsTickID).
 func TickID(name string, t time.Time) string {
-	return name + "@" + t.UTC().Format("2006-01-02T15:04:05.000Z")
+	return name + "@" + t.UTC().Format(keys.TickIDLayout)
 }
 
 // Record is a schedule's state as stored in Redis (JSON). Next is the

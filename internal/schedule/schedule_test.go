@@ -3,9 +3,12 @@ package schedule
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	_ "time/tzdata" // the zones the tests use, whatever the machine has
+
+	"github.com/redelay/redelay/internal/keys"
 )
 
 func mustParse(t *testing.T, spec string) interface{ Next(time.Time) time.Time } {
@@ -95,5 +98,23 @@ func TestRecord(t *testing.T) {
 	}
 	if len(r.Recent) > keepRecent {
 		t.Errorf("Recent grew to %d", len(r.Recent))
+	}
+}
+
+// TestTickIDRoutes: every tick ID is recognized as one, so that a
+// partitioned queue looks for it in partition 0, where it is materialized.
+func TestTickIDRoutes(t *testing.T) {
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	for _, name := range []string{"s", "a@b", "nightly report ✓", strings.Repeat("x", 200)} {
+		for _, at := range []time.Time{
+			time.Date(2026, 12, 1, 20, 49, 49, 123456789, time.UTC),
+			time.Date(2030, 2, 28, 3, 0, 0, 0, zone),
+			time.UnixMilli(0),
+		} {
+			id := TickID(name, at)
+			if !keys.IsTickID(id) || keys.PartitionOf(id, 16) != 0 {
+				t.Errorf("TickID(%q, %v) = %q: not routed as a tick", name, at, id)
+			}
+		}
 	}
 }
