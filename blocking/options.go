@@ -228,7 +228,8 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 // WithPartitions spreads the queue over n sets of keys, each with a hash
 // tag of its own, so that a Redis Cluster spreads it over up to n slots
 // and therefore masters (see the README, "Partitions"). An item lives in
-// the partition its ID hashes to; Take, Poll, Receive and Consume take
+// the partition its ID hashes to (a recurring schedule's ticks, and IDs
+// of their shape, in partition 0); Take, Poll, Receive and Consume take
 // from every partition, in turn. Ordering holds within a partition only.
 //
 // Every process must open the queue with the same n: the first process
