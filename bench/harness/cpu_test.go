@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redelay/redelay/bench/contestants"
 )
 
 func TestStatCPU(t *testing.T) {
@@ -48,39 +50,26 @@ func (*ownProcess) ClientPid() int { return os.Getpid() }
 
 func TestClientCPUAddsClientProcess(t *testing.T) {
 	plain, own := &fake{name: "plain"}, &ownProcess{}
-	p0, err := clientCPU(plain)
-	if err != nil {
-		t.Fatal(err)
+	read := func(c contestants.Contestant) time.Duration {
+		t.Helper()
+		d, err := clientCPU(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
-	o0, err := clientCPU(own)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p0, o0 := read(plain), read(own)
 	// Burn 200 ms of this process's CPU (CPU time, so a busy machine only
 	// makes it take longer).
 	const burn = 200 * time.Millisecond
 	x := 0
-	for {
-		now, err := clientCPU(plain)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if now-p0 >= burn {
-			break
-		}
+	for read(plain)-p0 < burn {
 		for i := range 100000 {
 			x += i
 		}
 	}
 	_ = x
-	p1, err := clientCPU(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o1, err := clientCPU(own)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p1, o1 := read(plain), read(own)
 	// The own-process figure counts the same CPU twice (getrusage and
 	// /proc, the latter in 10 ms ticks).
 	if d, pd := o1-o0, p1-p0; d < 2*pd-30*time.Millisecond {
