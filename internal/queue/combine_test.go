@@ -95,10 +95,11 @@ func ownOffer(t *testing.T, p *redistest.Proxy, direct redis.UniversalClient, c 
 	if err := c.layout.check(context.Background(), &c.bg); err != nil {
 		t.Fatal(err)
 	}
+	own := hourItem(t, c, "own")
 	release = p.HoldNextReply()
 	done := make(chan error, 1)
 	go func() {
-		st, err := c.Offer(context.Background(), hourItem(t, c, "own"))
+		st, err := c.Offer(context.Background(), own)
 		if err == nil && st != lua.OfferPending {
 			err = errors.New("not stored as pending")
 		}
@@ -148,8 +149,9 @@ func TestOwnOfferDoesNotHoldOthers(t *testing.T) {
 	errs := make(chan error, others)
 	var wg sync.WaitGroup
 	for i := range others {
+		it := hourItem(t, c, string(rune('a'+i)))
 		wg.Go(func() {
-			_, err := c.Offer(context.Background(), hourItem(t, c, string(rune('a'+i))))
+			_, err := c.Offer(context.Background(), it)
 			errs <- err
 		})
 	}
