@@ -5,9 +5,10 @@
 // It exits non-zero, after writing the results and listing why, when any
 // contestant failed to run a workload cleanly: a setup or workload error, a
 // failed offer or cancel, a lost or duplicated item, a time bound hit. It
-// asserts nothing about speed, so the quick run doubles as a smoke test:
+// asserts nothing about speed, so a small run doubles as a smoke test (the
+// test suite runs it; its figures rank no one):
 //
-//	go run . -quick -out "$(mktemp -d)"
+//	go run . -smoke -out "$(mktemp -d)"
 //
 //	go run . -quick -out results
 //	go run . -full -only redelay-take,seed-poll
@@ -27,6 +28,7 @@ import (
 func main() {
 	quick := flag.Bool("quick", true, "small sizes: under 3 minutes on 2 cores")
 	full := flag.Bool("full", false, "big sizes (overrides -quick): backlogs up to 1M, under 30 minutes")
+	smoke := flag.Bool("smoke", false, "tiny sizes (overrides -quick and -full): checks every workload runs cleanly in about a minute; its figures rank no one")
 	out := flag.String("out", "results", "output directory")
 	only := flag.String("only", "", "comma-separated contestant names (default: all registered)")
 	workloads := flag.String("workloads", "", "comma-separated workloads (default: all): "+strings.Join(harness.Workloads(), ", "))
@@ -35,7 +37,10 @@ func main() {
 	flag.Parse()
 
 	cfg := harness.Quick()
-	if *full || !*quick {
+	switch {
+	case *smoke:
+		cfg = harness.Smoke()
+	case *full || !*quick:
 		cfg = harness.Full()
 	}
 	cfg.RedisServer, cfg.RedisBenchmark, cfg.Log = *server, *benchmark, os.Stderr

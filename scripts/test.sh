@@ -7,7 +7,8 @@
 # own module), whose tests drive the dashboard in headless Chromium
 # (Debian's chromium package, installed like Redis when missing), and runs
 # the side-by-side benchmark (bench/, its own module) as a smoke test: its
-# tests, and the quick run, which fails on any lost or duplicated item or
+# tests, and the smoke run (every workload and contestant at tiny sizes,
+# about a minute), which fails on any lost or duplicated item or
 # failed workload and asserts nothing about speed (it needs Node.js and npm
 # for BullMQ, installed like Redis when missing).
 #
@@ -82,6 +83,6 @@ if (($# == 0)); then
 		go test -count=1 -timeout 10m ./...
 		out=$(mktemp -d)
 		trap 'rm -rf "$out"' EXIT
-		go run . -quick -out "$out"
+		go run . -smoke -out "$out"
 	)
 fi

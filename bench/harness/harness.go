@@ -23,7 +23,7 @@ import (
 
 // Config sizes a run.
 type Config struct {
-	Mode           string        `json:"mode"` // "quick" or "full"
+	Mode           string        `json:"mode"` // "smoke", "quick" or "full"
 	OfferN         int           `json:"offer_n"`
 	BurstN         int           `json:"burst_n"`
 	TrickleN       int           `json:"trickle_n"`
@@ -47,13 +47,26 @@ type Config struct {
 // picks some of them (the ceiling runs with every selection).
 func Workloads() []string { return []string{"offer", "memory", "burst", "trickle", "backlog"} }
 
-// Quick and Full are the two predefined sizes.
+// Smoke, Quick and Full are the predefined sizes. Smoke runs every workload
+// of every contestant at sizes too small to rank anyone: it checks that each
+// runs cleanly (nothing lost or duplicated) in about a minute, for the test
+// suite; its figures mean nothing.
+func Smoke() Config {
+	return Config{Mode: "smoke", OfferN: 2000, BurstN: 2000, TrickleN: 50, TrickleSpan: time.Second,
+		Backlogs: []int{2000}, LatencyM: 20, TransferK: 200, CancelM: 20, CeilingN: 20000, Producers: 8,
+		MemoryN: 2000, ValueBytes: 256}
+}
+
+// Quick is the size of the committed quick results: under 3 minutes on 2
+// cores, large enough to rank the contestants.
 func Quick() Config {
 	return Config{Mode: "quick", OfferN: 20000, BurstN: 20000, TrickleN: 500, TrickleSpan: 5 * time.Second,
 		Backlogs: []int{10000}, LatencyM: 200, TransferK: 1000, CancelM: 100, CeilingN: 200000, Producers: 8,
 		MemoryN: 20000, ValueBytes: 256}
 }
 
+// Full is the size of the committed full results: backlogs up to 1M, under
+// 30 minutes.
 func Full() Config {
 	return Config{Mode: "full", OfferN: 200000, BurstN: 100000, TrickleN: 2000, TrickleSpan: 10 * time.Second,
 		Backlogs: []int{10000, 100000, 1000000}, LatencyM: 500, TransferK: 5000, CancelM: 200, CeilingN: 2000000, Producers: 8,
