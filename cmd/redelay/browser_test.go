@@ -107,6 +107,46 @@ func TestBrowser(t *testing.T) {
 	t.Run("read-only", func(t *testing.T) {
 		testReadOnly(t, rdb, browser, full, readOnly)
 	})
+
+	t.Run("property-names", func(t *testing.T) {
+		testPropertyNames(t, browser)
+	})
+}
+
+// testPropertyNames checks that queues named like the properties every
+// JavaScript object has (__proto__, constructor) are updated live like
+// any other: the page's script indexes the sampled queues by name.
+func testPropertyNames(t *testing.T, browser context.Context) {
+	rdb := redistest.StartServer(t).Client(t) // fixed names: a server of their own
+	base := startDashboard(t, rdb)
+	names := []string{"__proto__", "constructor"}
+	for _, name := range names {
+		browserQueue{
+			ready: []browserItem{{id: "ready-1", value: "a"}},
+			dead:  []browserItem{{id: "dead-1", value: "b", reason: "failed"}},
+		}.fill(t, rdb, name)
+	}
+	offer := func(name, id string) {
+		t.Helper()
+		q := blocking.New[string](rdb, name)
+		defer q.Close()
+		if _, err := q.Offer(context.Background(), "c", blocking.WithID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := newTab(t, browser)
+	for _, name := range names {
+		open(t, ctx, pageURL(base, "queue", "q", name))
+		waitEqual(t, ctx, name+"'s tabs", tabsJS, "delayed=0 retry=0 ready=1 inflight=0 dead=1 active=delayed")
+		offer(name, "ready-2")
+		waitEqual(t, ctx, name+"'s tabs, updated live", tabsJS, "delayed=0 retry=0 ready=2 inflight=0 dead=1 active=delayed")
+	}
+	open(t, ctx, base)
+	for _, name := range names {
+		waitEqual(t, ctx, name+"'s row", rowJS(name), "delayed=0 retry=0 ready=2 inflight=0 dead=1 paused=false")
+		offer(name, "ready-3")
+		waitEqual(t, ctx, name+"'s row, updated live", rowJS(name), "delayed=0 retry=0 ready=3 inflight=0 dead=1 paused=false")
+	}
 }
 
 // The payloads of the XSS scenario: each sets window.__xss if the page

@@ -67,7 +67,8 @@
       t = Date.now();
     }
     var totals = {};
-    var byName = {};
+    // No prototype: a queue may be named __proto__ or constructor.
+    var byName = Object.create(null);
     STATES.forEach(function (s) { totals[s] = 0; });
     (data.queues || []).forEach(function (q) {
       if (q.error) {
