@@ -16,17 +16,20 @@ type changeJSON struct {
 	Queue string `json:"queue"`
 	// Action is what was done: cancelled, rescheduled, promoted,
 	// requeued, purged, paused or resumed.
-	Action string    `json:"action"`
-	ID     string    `json:"id,omitempty"`
-	State  string    `json:"state,omitempty"`  // the state purged
-	DueAt  time.Time `json:"due_at,omitzero"`  // the new due time of reschedule
-	Count  *int64    `json:"count,omitempty"`  // how many items requeue or purge moved
-	Paused *bool     `json:"paused,omitempty"` // the pause flag after pause or resume
+	Action string `json:"action"`
+	ID     string `json:"id,omitempty"`
+	// IDBase64 is the ID's bytes when they are not UTF-8 (see itemJSON).
+	IDBase64 []byte    `json:"id_base64,omitempty"`
+	State    string    `json:"state,omitempty"`  // the state purged
+	DueAt    time.Time `json:"due_at,omitzero"`  // the new due time of reschedule
+	Count    *int64    `json:"count,omitempty"`  // how many items requeue or purge moved
+	Paused   *bool     `json:"paused,omitempty"` // the pause flag after pause or resume
 }
 
 // report prints what a change did: ch with -o json, else text.
 func (a *app) report(w io.Writer, ch changeJSON, text string) error {
 	if a.json() {
+		ch.IDBase64 = idBase64(ch.ID)
 		return writeJSON(w, ch)
 	}
 	_, err := fmt.Fprintln(w, text)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -27,7 +28,10 @@ const noEnvelope = "(no envelope)"
 
 // itemJSON is an item in the JSON of ls and get.
 type itemJSON struct {
-	ID            string            `json:"id"`
+	ID string `json:"id"`
+	// IDBase64 is the ID's bytes when they are not UTF-8, which ID cannot
+	// carry (encoding/json writes U+FFFD for them).
+	IDBase64      []byte            `json:"id_base64,omitempty"`
 	State         string            `json:"state"`
 	Attempt       int               `json:"attempt"`
 	Priority      int               `json:"priority"`
@@ -54,6 +58,7 @@ func newItemJSON(it inspect.Item) itemJSON {
 	}
 	return itemJSON{
 		ID:            it.ID,
+		IDBase64:      idBase64(it.ID),
 		State:         string(it.State),
 		Attempt:       it.Attempt,
 		Priority:      it.Priority,
@@ -122,7 +127,8 @@ Columns: ID, ATTEMPT (deliveries so far), PRIORITY, DUE, ENQUEUED, ERROR (the
 last failure, cut) and PAYLOAD (the value as compact JSON, cut; the size and
 first bytes when it cannot be decoded). Times are in the local time zone.
 
--o json prints an array of items, with every field: id, state, attempt,
+-o json prints an array of items, with every field: id (and id_base64, the
+ID's bytes, when they are not UTF-8), state, attempt,
 priority, enqueued_at, due_at, lease_deadline (RFC 3339, omitted when not set),
 expired, headers, error, value (the payload decoded; null when it cannot be,
 and decode_error says why) and payload_base64.`,
@@ -176,12 +182,21 @@ func writeItemsTable(w io.Writer, items []inspect.Item) error {
 	return t.Flush()
 }
 
-// itemID returns the item's ID for a table.
+// idBase64 returns id's bytes for the id_base64 of JSON output when id
+// is not UTF-8 (an ID may hold any bytes), else nil (omitted).
+func idBase64(id string) []byte {
+	if utf8.ValidString(id) {
+		return nil
+	}
+	return []byte(id)
+}
+
+// itemID returns the item's ID for a table (safeText).
 func itemID(it inspect.Item) string {
 	if it.ID == "" {
 		return noEnvelope
 	}
-	return it.ID
+	return safeText(it.ID)
 }
 
 // getCommand returns the get command.
@@ -218,7 +233,7 @@ decoded, why, and the payload's size and first bytes.
 // writeItem writes every field of the item of queue for people.
 func writeItem(w io.Writer, queue string, it inspect.Item) error {
 	t := newTable(w)
-	fmt.Fprintf(t, "QUEUE\t%s\n", queue)
+	fmt.Fprintf(t, "QUEUE\t%s\n", safeText(queue))
 	fmt.Fprintf(t, "ID\t%s\n", itemID(it))
 	fmt.Fprintf(t, "STATE\t%s\n", it.State)
 	fmt.Fprintf(t, "ATTEMPT\t%d\n", it.Attempt)
@@ -236,9 +251,9 @@ func writeItem(w io.Writer, queue string, it inspect.Item) error {
 			label = "HEADERS"
 		}
 		lines := strings.Split(strings.ReplaceAll(it.Headers[k], "\t", " "), "\n")
-		fmt.Fprintf(t, "%s\t%s: %s\n", label, k, lines[0])
+		fmt.Fprintf(t, "%s\t%s: %s\n", label, safeText(k), safeText(lines[0]))
 		for _, l := range lines[1:] {
-			fmt.Fprintf(t, "\t  %s\n", l)
+			fmt.Fprintf(t, "\t  %s\n", safeText(l))
 		}
 	}
 	fmt.Fprintf(t, "PAYLOAD\t%d bytes\n", len(it.Payload))
@@ -249,7 +264,7 @@ func writeItem(w io.Writer, queue string, it inspect.Item) error {
 		return err
 	}
 	if v, ok := prettyValue(it); ok {
-		_, err := fmt.Fprintf(w, "VALUE\n%s\n", v)
+		_, err := fmt.Fprintf(w, "VALUE\n%s\n", safeLines(v))
 		return err
 	}
 	_, err := fmt.Fprintf(w, "RAW %s\n", rawSummary(it))

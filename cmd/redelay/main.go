@@ -53,7 +53,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return exitOK
 	}
 	code := exitCode(err)
-	fmt.Fprintf(stderr, "redelay: %s\n", a.redact(message(err)))
+	fmt.Fprintf(stderr, "redelay: %s\n", safeLines(a.redact(message(err))))
 	if code == exitUsage && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -77,16 +79,75 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// oneLine returns s on one line, at most max runes long ("…" at the end
-// when cut), with its line breaks and tabs, which would break a table,
-// made spaces.
+// oneLine returns s for a table cell (see safeText), on one line and at
+// most max runes long ("…" at the end when cut, never inside an escape):
+// its runs of white space, line breaks and tabs included, are made one
+// space.
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= max {
+	if shown := safeText(s); utf8.RuneCountInString(shown) <= max {
+		return shown
+	}
+	var b strings.Builder
+	width := 0
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		piece := safeText(s[i : i+size])
+		if width += utf8.RuneCountInString(piece); width > max-1 {
+			break
+		}
+		b.WriteString(piece)
+		i += size
+	}
+	return b.String() + "…"
+}
+
+// safeText returns s as text a terminal shows and does not act on: every
+// rune that is not graphic (control characters such as ESC, BEL, CR and
+// newlines, the C1 controls, bidirectional overrides and other format
+// characters) and every byte that is not UTF-8 written as Go writes it in
+// a quoted string (\x1b, \r, \n, \u202e, \xff), and nothing else changed.
+// IDs, headers, errors and names are stored as producers and handlers gave
+// them; printed raw they could clear the screen, plant a link, overwrite
+// what a row shows, or (the byte 0xff, text/tabwriter's escape) switch a
+// table's alignment off.
+func safeText(s string) string {
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || !unicode.IsGraphic(r) {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:max-1]) + "…"
+	b := []byte(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = fmt.Appendf(b, `\x%02x`, s[i])
+		case unicode.IsGraphic(r):
+			b = append(b, s[i:i+size]...)
+		default:
+			q := strconv.QuoteRuneToASCII(r) // '\x1b', '\r', '\u202e'
+			b = append(b, q[1:len(q)-1]...)
+		}
+		i += size
+	}
+	return string(b)
+}
+
+// safeLines is safeText for text of several lines: each line made safe,
+// the newlines between them kept.
+func safeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = safeText(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // isTerminal reports whether w is a terminal, where output may be

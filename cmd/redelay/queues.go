@@ -46,7 +46,7 @@ not listed, but every command that names it works.
 			t := newTable(w)
 			fmt.Fprintln(t, "QUEUE")
 			for _, n := range names {
-				fmt.Fprintln(t, n)
+				fmt.Fprintln(t, safeText(n))
 			}
 			return t.Flush()
 		}),

@@ -49,6 +49,12 @@ connects to a Redis Cluster through the given nodes instead, with the username,
 password and TLS settings (not the host) of the Redis URL when one is given.
 A password never appears in what redelay prints.
 
+Stored text (IDs, headers, errors, names, values) is printed in tables with
+what a terminal would act on escaped as in a Go string: control characters
+(\x1b, \r, \n), bidirectional overrides (\u202e) and bytes that are not
+UTF-8 (\xff). -o json writes text as JSON strings; an ID that is not UTF-8
+also comes as id_base64, its exact bytes.
+
 Exit status: 0 on success, 1 when the command failed (Redis unreachable, no
 such queue or item, a purge not confirmed), 2 for a usage error.`,
 		SilenceUsage:      true,

@@ -48,7 +48,8 @@ func (a *app) statsCommand() *cobra.Command {
 (not yet due), RETRY (failed, waiting for the next attempt), READY, INFLIGHT
 (received, not settled) and DEAD; whether it is PAUSED; its LATENCY (how long
 the oldest ready item has waited since it fell due: alert on it) and when its
-next delayed item or retry falls due (NEXT-DUE).
+next delayed item or retry falls due (NEXT-DUE). A name in the registry of
+queues that is no valid queue name is skipped with a warning on stderr.
 
 --watch samples again every --interval until Ctrl-C, redrawing in place on a
 terminal (else printing one table after another, a blank line apart), and adds
@@ -75,7 +76,9 @@ ready_per_sec and dead_per_sec from the second sample on.`,
 			var rows []statsRow
 			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
 				var err error
-				rows, err = collectStats(ctx, in, queue)
+				rows, err = collectStats(ctx, in, queue, func(name string, err error) {
+					a.warnSkipped(cmd.ErrOrStderr(), name, err)
+				})
 				return err
 			})
 			if err != nil {
@@ -94,8 +97,10 @@ ready_per_sec and dead_per_sec from the second sample on.`,
 
 // collectStats reads the stats of queue, or of every queue when queue is
 // "". A queue that disappears from the registry while they are read is
-// left out.
-func collectStats(ctx context.Context, in *inspect.Inspector, queue string) ([]statsRow, error) {
+// left out; so is a name in the registry that is no queue name (written
+// there by hand or by another tool), which is passed to skipped with the
+// error that says why, so that one bad entry does not hide every queue.
+func collectStats(ctx context.Context, in *inspect.Inspector, queue string, skipped func(name string, err error)) ([]statsRow, error) {
 	names := []string{queue}
 	if queue == "" {
 		var err error
@@ -107,6 +112,10 @@ func collectStats(ctx context.Context, in *inspect.Inspector, queue string) ([]s
 	for _, name := range names {
 		st, err := in.Stats(ctx, name)
 		if errors.Is(err, inspect.ErrNotFound) && queue == "" {
+			continue
+		}
+		if errors.Is(err, inspect.ErrInvalidArgument) && queue == "" {
+			skipped(name, err)
 			continue
 		}
 		if err != nil {
@@ -128,6 +137,12 @@ func collectStats(ctx context.Context, in *inspect.Inspector, queue string) ([]s
 	return rows, nil
 }
 
+// warnSkipped tells on w that stats skipped the registry entry name
+// (collectStats).
+func (a *app) warnSkipped(w io.Writer, name string, err error) {
+	fmt.Fprintf(w, "redelay: warning: skipped %q of the registry of queues: %s\n", name, safeLines(message(err)))
+}
+
 // writeStatsTable writes rows as a table; with rates, with the READY/S
 // and DEAD/S columns, blank where a row has none.
 func writeStatsTable(w io.Writer, rows []statsRow, rates bool) error {
@@ -139,7 +154,7 @@ func writeStatsTable(w io.Writer, rows []statsRow, rates bool) error {
 	fmt.Fprintln(t, header)
 	for _, r := range rows {
 		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s",
-			r.Queue, r.Delayed, r.Retry, r.Ready, r.Inflight, r.Dead,
+			safeText(r.Queue), r.Delayed, r.Retry, r.Ready, r.Inflight, r.Dead,
 			yesNo(r.Paused), formatDuration(r.latency), formatTime(r.NextDue))
 		if rates {
 			fmt.Fprintf(t, "\t%s\t%s", formatRate(r.ReadyPerSec), formatRate(r.DeadPerSec))

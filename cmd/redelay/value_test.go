@@ -49,4 +49,11 @@ func TestOneLine(t *testing.T) {
 	if got := oneLine("héllo wörld", 6); got != "héllo…" {
 		t.Errorf("oneLine = %q", got)
 	}
+	// Escaped (safeText), and cut between escapes, never inside one.
+	if got := oneLine("a\x1b[2J\u202e\xff", 40); got != `a\x1b[2J\u202e\xff` {
+		t.Errorf("oneLine = %q", got)
+	}
+	if got := oneLine("ab\x1bcd", 4); got != "ab…" {
+		t.Errorf("oneLine = %q", got)
+	}
 }

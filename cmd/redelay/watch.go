@@ -42,9 +42,16 @@ func (a *app) watchStats(cmd *cobra.Command, queue string, interval time.Duratio
 	defer tick.Stop()
 	var prev map[string]statsRow
 	var prevAt time.Time
+	warned := map[string]bool{} // registry entries skipped: told once
+	skipped := func(name string, err error) {
+		if !warned[name] {
+			warned[name] = true
+			a.warnSkipped(errOut, name, err)
+		}
+	}
 	for n := 0; ; n++ {
 		sctx, cancel := context.WithTimeout(ctx, a.flags.timeout)
-		rows, err := collectStats(sctx, in, queue)
+		rows, err := collectStats(sctx, in, queue, skipped)
 		cancel()
 		at := time.Now()
 		switch {
@@ -53,7 +60,7 @@ func (a *app) watchStats(cmd *cobra.Command, queue string, interval time.Duratio
 		case err != nil && n == 0:
 			return c.wrap(err, a.flags.timeout.String())
 		case err != nil:
-			fmt.Fprintf(errOut, "redelay: %s\n", a.redact(message(c.wrap(err, a.flags.timeout.String()))))
+			fmt.Fprintf(errOut, "redelay: %s\n", safeLines(a.redact(message(c.wrap(err, a.flags.timeout.String())))))
 		default:
 			if prev != nil {
 				addRates(rows, prev, at.Sub(prevAt))
