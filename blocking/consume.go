@@ -161,7 +161,9 @@ const maxAckBatch = 256
 
 // numReceivers is how many receive round trips one Consume keeps in flight.
 // Each waits for a batch of concurrency slots out of receivers×concurrency,
-// so they can never all hold part of a batch and wait on each other.
+// one receiver gathering at a time: two gathering at once could each hold
+// part of a batch while running handlers hold the rest, and both wait
+// with handlers idle.
 const numReceivers = 2
 
 // handlerGrace is how long Consume waits for handlers whose context it
@@ -306,9 +308,10 @@ func (c *consumer[T]) run(ctx context.Context) error {
 	var fatalOnce sync.Once
 	rctx, stopReceiving := context.WithCancel(ctx)
 	defer stopReceiving()
+	gather := make(chan struct{}, 1) // held by the receiver gathering slots
 	for range numReceivers {
 		receivers.Go(func() {
-			if err := c.receiveLoop(rctx, slots, batch, work); err != nil {
+			if err := c.receiveLoop(rctx, gather, slots, batch, work); err != nil {
 				fatalOnce.Do(func() { fatal = err })
 				stopReceiving()
 			}
@@ -316,10 +319,19 @@ func (c *consumer[T]) run(ctx context.Context) error {
 	}
 	receivers.Wait()
 
-	// Shutdown. First, what no handler started goes back at once.
+	// Shutdown. First, what no handler started goes back at once. The
+	// handlers may take some of it meanwhile (and give it back
+	// themselves, seeing quit closed): a receive here must not wait for
+	// an item one of them took after the check.
 	close(c.quit)
-	for len(work) > 0 {
-		c.giveBack(<-work)
+drain:
+	for {
+		select {
+		case d := <-work:
+			c.giveBack(d)
+		default:
+			break drain
+		}
 	}
 	c.releaseUnused()
 	// Then running handlers get the shutdown timeout.
@@ -400,19 +412,22 @@ func (c *consumer[T]) stopRunning() []*Delivery[T] {
 }
 
 // receiveLoop leases items into work until ctx ends; it returns an error
-// only when the queue cannot be used at all (closed or invalid).
-func (c *consumer[T]) receiveLoop(ctx context.Context, slots chan struct{}, batch int, work chan<- *Delivery[T]) error {
+// only when the queue cannot be used at all (closed or invalid). gather
+// (capacity 1) is held by the one receiver gathering slots.
+func (c *consumer[T]) receiveLoop(ctx context.Context, gather, slots chan struct{}, batch int, work chan<- *Delivery[T]) error {
 	failures := 0
 	for ctx.Err() == nil {
+		// Wait for a whole handler's worth of slots (those in use are freed
+		// as running handlers finish), then lease them in one script call:
+		// one batch is handled while the next is fetched. One receiver
+		// gathers at a time (numReceivers); the other's slots are all in
+		// its call, in work or in handlers, and are freed without it.
 		select {
-		case slots <- struct{}{}:
+		case gather <- struct{}{}:
 		case <-ctx.Done():
 			continue
 		}
-		// Wait for a whole handler's worth of slots (those in use are freed
-		// as running handlers finish), then lease them in one script call:
-		// one batch is handled while the next is fetched.
-		free := 1
+		free := 0
 		for free < batch {
 			select {
 			case slots <- struct{}{}:
@@ -421,9 +436,11 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, slots chan struct{}, batc
 				for range free {
 					<-slots
 				}
+				<-gather
 				return nil
 			}
 		}
+		<-gather
 		ds, err := c.q.receive(ctx, free, c.backoff, c.opts.limits)
 		for range free - len(ds) {
 			<-slots

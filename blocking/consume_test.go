@@ -255,3 +255,48 @@ func receiveWithinInt(t *testing.T, q *blocking.Queue[int]) *blocking.Delivery[i
 	}
 	return d
 }
+
+// Handlers that are free get work while others run long: two slow items
+// hold two of four handlers, and the other two handle the rest. Before
+// the fix each of Consume's two receivers gathered part of a batch of
+// four free slots and both waited, so the two free handlers idled until
+// the slow ones returned.
+func TestConsumeFreeHandlersWorkBesideSlowOnes(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	q := blocking.New[int](rdb, redistest.QueueName(t))
+	defer q.Close()
+	ctx := context.Background()
+	const n = 200
+	for i := range n {
+		if _, err := q.Offer(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := make(chan struct{})
+	var fast atomic.Int64
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Consume(cctx, func(_ context.Context, d *blocking.Delivery[int]) error {
+			if d.Value < 2 {
+				<-gate // the two slow items
+				return nil
+			}
+			fast.Add(1)
+			return nil
+		}, blocking.WithConcurrency(4))
+	}()
+	defer func() {
+		close(gate)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Consume = %v", err)
+		}
+	}()
+	// The bound leaves room for a loaded machine: the items take a few
+	// tens of milliseconds when the free handlers get them.
+	redistest.WaitFor(t, 10*time.Second, "every fast item handled while the slow ones run", func() bool {
+		return fast.Load() == n-2
+	})
+}
