@@ -20,8 +20,10 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/store"
 )
 
 // infoField reads one field of INFO section from a server.
@@ -1032,4 +1034,228 @@ func TestArgumentErrors(t *testing.T) {
 	if err := d.Ack(ctx); err != nil {
 		t.Fatalf("the delivery after refused calls: %v", err)
 	}
+}
+
+// expireLease receives v from a fresh handle of the queue and drops the
+// delivery, as a consumer that dies would; it returns the lease's deadline
+// (Unix ms) once the handle is closed, so no reclaimer of it runs.
+func expireLease(t *testing.T, rdb *redis.Client, name, v string, opts ...blocking.OfferOption) float64 {
+	t.Helper()
+	ctx := context.Background()
+	q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(200*time.Millisecond))
+	defer q.Close()
+	if _, err := q.Offer(ctx, v, opts...); err != nil {
+		t.Fatal(err)
+	}
+	receiveWithin(t, q, 2*time.Second) // never settled
+	ls, err := rdb.ZRangeWithScores(ctx, redistest.KeysOf(name).Leases, 0, -1).Result()
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("leases %v, %v", ls, err)
+	}
+	return ls[0].Score
+}
+
+// waitServerPast waits until the server's clock is past ms (Unix ms).
+func waitServerPast(t *testing.T, rdb *redis.Client, ms float64) {
+	t.Helper()
+	redistest.WaitFor(t, 2*time.Second, "the server's clock past the leases", func() bool {
+		now, err := rdb.Time(context.Background()).Result()
+		return err == nil && float64(now.UnixMilli()) > ms
+	})
+}
+
+// An expired lease whose in-flight entry is no envelope (a foreign write)
+// is dead-lettered as it is, and the leases reclaimed with it come back
+// (before: the reclaim script failed on it after deleting the in-flight
+// entries of its batch, and the item whose lease expired with it was lost).
+func TestReclaimDeadLettersNonEnvelope(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	name := redistest.QueueName(t)
+	k := redistest.KeysOf(name)
+	deadline := expireLease(t, rdb, name, "precious")
+	// Bytes that are no envelope under a lease that expires just after the
+	// item's, in the same batch.
+	if err := rdb.HSet(ctx, k.Inflight, "garbage", "xx").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctx, k.Leases, redis.Z{Score: deadline + 1, Member: "garbage"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitServerPast(t, rdb, deadline+1)
+	q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(time.Second))
+	defer q.Close()
+	d := receiveWithin(t, q, 5*time.Second)
+	if d.Value != "precious" || d.Attempt != 2 {
+		t.Fatalf("got %q attempt %d, want precious attempt 2", d.Value, d.Attempt)
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := q.DeadLetters().Size(ctx); n != 1 {
+		t.Fatalf("dead letters = %d, want 1 (the bytes that are no envelope)", n)
+	}
+	if raw, _ := rdb.LIndex(ctx, k.DeadReady, 0).Result(); raw != "xx" {
+		t.Fatalf("dead letter = %q, want the bytes as they were", raw)
+	}
+	if n, _ := rdb.HLen(ctx, k.Inflight).Result(); n != 0 {
+		t.Fatalf("in-flight entries left: %d", n)
+	}
+}
+
+// A max_attempts in the meta hash that is no number (a foreign write) counts
+// as absent: an expired lease comes back, and a nack retries (before: the
+// reclaim script failed after deleting the in-flight entry, and the item
+// was lost; the nack failed).
+func TestBadMaxAttemptsInMeta(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	t.Run("reclaim", func(t *testing.T) {
+		name := redistest.QueueName(t)
+		k := redistest.KeysOf(name)
+		if err := rdb.HSet(ctx, k.Meta, "max_attempts", "ten").Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitServerPast(t, rdb, expireLease(t, rdb, name, "precious"))
+		q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(time.Second))
+		defer q.Close()
+		d := receiveWithin(t, q, 5*time.Second)
+		if d.Value != "precious" || d.Attempt != 2 {
+			t.Fatalf("got %q attempt %d, want precious attempt 2", d.Value, d.Attempt)
+		}
+		_ = d.Ack(ctx)
+	})
+	t.Run("nack", func(t *testing.T) {
+		name := redistest.QueueName(t)
+		k := redistest.KeysOf(name)
+		q := blocking.New[string](rdb, name)
+		defer q.Close()
+		if _, err := q.Offer(ctx, "precious"); err != nil {
+			t.Fatal(err)
+		}
+		d := receiveWithin(t, q, 2*time.Second)
+		if err := rdb.HSet(ctx, k.Meta, "max_attempts", "ten").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Nack(ctx, 0); err != nil {
+			t.Fatalf("Nack: %v", err)
+		}
+		d = receiveWithin(t, q, 2*time.Second)
+		if d.Value != "precious" || d.Attempt != 2 {
+			t.Fatalf("got %q attempt %d, want precious attempt 2", d.Value, d.Attempt)
+		}
+		_ = d.Ack(ctx)
+	})
+}
+
+// A sequence counter that INCRBY refuses (a foreign write) makes the
+// scripts that give an item of priority back fail before their first
+// write (before: reclaim, nack, release and redrive deleted the item, then
+// failed at the push to the priority set, and the item was lost).
+func TestBadSeqLosesNothing(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	prio := blocking.WithPriority(5)
+	corrupt := func(t *testing.T, k keys.Queue) {
+		t.Helper()
+		if err := rdb.Set(ctx, k.Seq, "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// holds checks that the item is where the failed call found it, and
+	// that it comes back once the counter is repaired.
+	holds := func(t *testing.T, name, key string, attempt int) {
+		t.Helper()
+		k := redistest.KeysOf(name)
+		var n int64
+		switch key {
+		case "inflight":
+			n, _ = rdb.HLen(ctx, k.Inflight).Result()
+		case "dead":
+			n, _ = rdb.LLen(ctx, k.DeadReady).Result()
+		}
+		if n != 1 {
+			t.Fatalf("%s holds %d items after the failed call, want the item", key, n)
+		}
+		if err := rdb.Del(ctx, k.Seq).Err(); err != nil {
+			t.Fatal(err)
+		}
+		q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(200*time.Millisecond))
+		defer q.Close()
+		if key == "dead" {
+			if _, err := q.Redrive(ctx, 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := receiveWithin(t, q, 5*time.Second)
+		if d.Value != "precious" || d.Priority != 5 || d.Attempt != attempt {
+			t.Fatalf("got %q priority %d attempt %d", d.Value, d.Priority, d.Attempt)
+		}
+		_ = d.Ack(ctx)
+	}
+	t.Run("reclaim", func(t *testing.T) {
+		name := redistest.QueueName(t)
+		k := redistest.KeysOf(name)
+		waitServerPast(t, rdb, expireLease(t, rdb, name, "precious", prio))
+		corrupt(t, k)
+		if _, err := store.New(rdb).Queue(k).Reclaim(ctx, 500, 10); err == nil {
+			t.Fatal("Reclaim with a bad counter: no error")
+		}
+		holds(t, name, "inflight", 2)
+	})
+	t.Run("nack", func(t *testing.T) {
+		name := redistest.QueueName(t)
+		k := redistest.KeysOf(name)
+		q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(200*time.Millisecond))
+		if _, err := q.Offer(ctx, "precious", prio); err != nil {
+			t.Fatal(err)
+		}
+		d := receiveWithin(t, q, 2*time.Second)
+		corrupt(t, k)
+		if err := d.Nack(ctx, 0); err == nil {
+			t.Fatal("Nack with a bad counter: no error")
+		}
+		_ = q.Close()
+		holds(t, name, "inflight", 2)
+	})
+	t.Run("release", func(t *testing.T) {
+		name := redistest.QueueName(t)
+		k := redistest.KeysOf(name)
+		q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(200*time.Millisecond))
+		if _, err := q.Offer(ctx, "precious", prio); err != nil {
+			t.Fatal(err)
+		}
+		receiveWithin(t, q, 2*time.Second)
+		_ = q.Close()
+		corrupt(t, k)
+		tokens, err := rdb.HKeys(ctx, k.Inflight).Result()
+		if err != nil || len(tokens) != 1 {
+			t.Fatalf("in-flight tokens %v, %v", tokens, err)
+		}
+		if _, err := store.New(rdb).Queue(k).Release(ctx, tokens); err == nil {
+			t.Fatal("Release with a bad counter: no error")
+		}
+		holds(t, name, "inflight", 2)
+	})
+	t.Run("redrive", func(t *testing.T) {
+		name := redistest.QueueName(t)
+		k := redistest.KeysOf(name)
+		q := blocking.New[string](rdb, name, blocking.WithMaxAttempts(1))
+		defer q.Close()
+		if _, err := q.Offer(ctx, "precious", prio); err != nil {
+			t.Fatal(err)
+		}
+		d := receiveWithin(t, q, 2*time.Second)
+		if err := d.Nack(ctx, 0); err != nil { // its last attempt: dead-lettered
+			t.Fatal(err)
+		}
+		corrupt(t, k)
+		if _, err := q.Redrive(ctx, 10); err == nil {
+			t.Fatal("Redrive with a bad counter: no error")
+		}
+		holds(t, name, "dead", 1)
+	})
 }

@@ -572,6 +572,17 @@ local function ready_check(kReady, kPrio, envs)
   end
 end
 
+-- seq_check reads the counter kSeq before a script's first write, when
+-- the script may push items of priority (ready_push increments kSeq for
+-- them): a value INCRBY refuses (another type, or no integer) fails the
+-- call there, not after the script has deleted what it was pushing.
+local function seq_check(kSeq)
+  local v = redis.call('GET', kSeq)
+  if v and v ~= '0' and not (#v < 19 and string.match(v, '^%-?[1-9]%d*$')) then
+    error({err = 'ERR ' .. kSeq .. ' holds no integer counter'})
+  end
+end
+
 -- take_ready takes up to n ready items in take order: the priority set's
 -- first, then the ready list's. While the priority set is empty, so is the
 -- ready list of markers, and this is one RPOP: a queue that never had an

@@ -2,8 +2,9 @@
 -- list (next to be received), earliest lease first, with the failed delivery
 -- counted in the envelope's attempt counter. Items that used up their
 -- attempts (max_attempts in the meta hash, or ARGV[2] when none is
--- recorded) go to the dead letters instead, the reason in their error
--- header.
+-- recorded or it is no number) go to the dead letters instead, the reason
+-- in their error header. An in-flight entry that is no envelope at all (see
+-- is_envelope) goes to the dead letters as it is, as in receive.lua.
 --
 -- It also gives back items stranded in the claimed list: an item a waiting
 -- consumer moved there (BLMOVE) but never leased or took, because the reply
@@ -11,8 +12,9 @@
 -- once it has been seen in the list for ARGV[3] ms: far longer than a live
 -- consumer needs, and than the client's resend of a lost reply can take.
 --
--- Every key is read before the first write, so a call that fails changes
--- nothing.
+-- Every key is read before the first write (the counter's value too:
+-- seq_check), and every entry is judged before the first delete, so a call
+-- that fails changes nothing.
 --
 -- KEYS[1] -> redelay:{q}:leases        ZSET  token -> lease deadline ms
 -- KEYS[2] -> redelay:{q}:inflight      HASH  token -> envelope
@@ -22,47 +24,57 @@
 -- KEYS[6] -> redelay:{q}:claimed:seen  HASH  envelope -> first seen ms
 -- KEYS[7] -> redelay:{q}:dead:ready    LIST
 -- KEYS[8] -> redelay:{q}:prio          ZSET  ready items of priority 1..9 (ready_push)
--- KEYS[9] -> redelay:{q}:seq           STRING counter
+-- KEYS[9] -> redelay:{q}:seq           STRING counter (seq_check)
 -- ARGV[1] -> batch limit
 -- ARGV[2] -> max attempts when the meta hash has none
 -- ARGV[3] -> how long an item stays in the claimed list before it is given back, ms
 --
 -- Output: {made ready, next lease deadline ms or -1, server now ms,
 --          max attempts, given back from the claimed list, dead-lettered,
---          then the IDs of the dead-lettered items}
+--          then the IDs of the dead-lettered items ('' for one whose ID
+--          cannot be read, such as bytes that are no envelope)}
 
 local now = now_ms()
 local limit = tonumber(ARGV[1])
 local tokens = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
-local max = tonumber(redis.call('HGET', KEYS[4], 'max_attempts') or ARGV[2])
+-- A max_attempts that is no number (a foreign write) counts as none.
+local max = tonumber(redis.call('HGET', KEYS[4], 'max_attempts') or ARGV[2]) or tonumber(ARGV[2])
 local claimed = redis.call('LRANGE', KEYS[5], 0, limit - 1)
 local seen = redis.call('HGETALL', KEYS[6])
 ready_check(KEYS[3], KEYS[8])
 redis.call('LLEN', KEYS[7])
+seq_check(KEYS[9])
 local envs = {}
 if #tokens > 0 then
   envs = redis.call('HMGET', KEYS[2], unpack(tokens))
 end
 
 local out = {0, -1, now, max, 0, 0}
-local back, drop, dead = {}, {}, {}
+local back, held, dead = {}, {}, {}
 for i = 1, #tokens do
   local token, env = tokens[i], envs[i]
-  drop[#drop + 1] = token
   if env then
-    redis.call('HDEL', KEYS[2], token)
-    local attempt = attempt_of(env) + 1
-    if attempt >= max then
-      dead[#dead + 1] = with_attempt(with_header(env, HEADER_ERROR,
-        'lease expired on attempt ' .. attempt .. ' of ' .. max), 0)
-      out[#out + 1] = envelope_id(env) or ''
+    held[#held + 1] = token
+    if not is_envelope(env) then
+      dead[#dead + 1] = env
+      out[#out + 1] = ''
     else
-      back[#back + 1] = with_attempt(env, attempt)
+      local attempt = attempt_of(env) + 1
+      if attempt >= max then
+        dead[#dead + 1] = with_attempt(with_header(env, HEADER_ERROR,
+          'lease expired on attempt ' .. attempt .. ' of ' .. max), 0)
+        out[#out + 1] = envelope_id(env) or ''
+      else
+        back[#back + 1] = with_attempt(env, attempt)
+      end
     end
   end
 end
-if #drop > 0 then
-  redis.call('ZREM', KEYS[1], unpack(drop))
+if #held > 0 then
+  redis.call('HDEL', KEYS[2], unpack(held))
+end
+if #tokens > 0 then
+  redis.call('ZREM', KEYS[1], unpack(tokens))
 end
 -- Pushed to the head newest-first, so the longest-leased is received first.
 if #back > 0 then

@@ -1,16 +1,19 @@
 -- redrive: move up to ARGV[1] dead letters back to the queue's ready list,
 -- oldest first, with their attempt counter reset. Bytes that are no
 -- envelope move unchanged (they will be dead-lettered again when received).
+-- Every key is read before the first write (the counter's value too:
+-- seq_check), so a call that fails changes nothing.
 --
 -- KEYS[1] -> redelay:{q}:dead:ready LIST
 -- KEYS[2] -> redelay:{q}:ready      LIST
 -- KEYS[3] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
--- KEYS[4] -> redelay:{q}:seq        STRING counter
+-- KEYS[4] -> redelay:{q}:seq        STRING counter (seq_check)
 -- ARGV[1] -> batch limit
 --
 -- Output: how many moved.
 
 ready_check(KEYS[2], KEYS[3]) -- type checks before the first write
+seq_check(KEYS[4])
 local moved = 0
 for i = 1, tonumber(ARGV[1]) do
   local env = redis.call('RPOP', KEYS[1])

@@ -4,7 +4,7 @@
 -- letters. The item is dead-lettered when the caller says so or when this
 -- delivery (ARGV[5]) is the queue's last allowed attempt: max_attempts in
 -- the queue's meta hash, which every process shares, or ARGV[7] when no
--- process has recorded one. The failure (ARGV[3]) goes into the envelope's
+-- process has recorded one (or it is no number). The failure (ARGV[3]) goes into the envelope's
 -- error header; a dead letter's says which attempt of how many it was.
 --
 -- With a lease token, the lease is settled: nothing changes when it is gone
@@ -12,8 +12,8 @@
 -- With an empty token the item is not leased (Take popped it, and it could
 -- not be decoded): it is scheduled the same way.
 --
--- Every key is read before the first write, so a call that fails changes
--- nothing.
+-- Every key is read before the first write (the counter's value too:
+-- seq_check), so a call that fails changes nothing.
 --
 -- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
 -- KEYS[2] -> redelay:{q}:inflight   HASH  token -> envelope
@@ -23,7 +23,7 @@
 -- KEYS[6] -> redelay:{q}:dead:ready LIST
 -- KEYS[7] -> redelay:{q}:meta       HASH  max_attempts
 -- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
--- KEYS[9] -> redelay:{q}:seq        STRING counter
+-- KEYS[9] -> redelay:{q}:seq        STRING counter (seq_check)
 -- ARGV[1] -> lease token, or '' for an item that is not leased
 -- ARGV[2] -> the envelope, for an item that is not leased ('' otherwise)
 -- ARGV[3] -> the failure, for the error header
@@ -38,7 +38,8 @@
 -- changed); 1 retry scheduled; 2 retry ready at once; 3 dead-lettered.
 
 local token = ARGV[1]
-local max = tonumber(redis.call('HGET', KEYS[7], 'max_attempts') or ARGV[7])
+-- A max_attempts that is no number (a foreign write) counts as none.
+local max = tonumber(redis.call('HGET', KEYS[7], 'max_attempts') or ARGV[7]) or tonumber(ARGV[7])
 local env = ARGV[2]
 if token ~= '' then
   env = redis.call('HGET', KEYS[2], token)
@@ -49,6 +50,7 @@ end
 redis.call('ZCARD', KEYS[1])
 ready_check(KEYS[5], KEYS[8])
 redis.call('LLEN', KEYS[6])
+seq_check(KEYS[9])
 local attempt = tonumber(ARGV[5])
 local dead = ARGV[9] == 'dead' or attempt >= max
 local head = math.huge
