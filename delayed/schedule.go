@@ -45,11 +45,19 @@ type scheduleOptions struct {
 	missed MissedTicks
 }
 
-// WithTimeZone evaluates the spec in loc (default UTC): a location from
-// time.LoadLocation with an IANA name, stored by that name so that every
-// process reads the same zone (time.Local and time.FixedZone are refused
-// with ErrInvalidArgument). A spec that starts with CRON_TZ= names its
-// own zone, which wins.
+// WithTimeZone evaluates the spec in loc (default UTC, whatever the
+// process's local zone): a location from time.LoadLocation with an IANA
+// name, stored by that name so that every process reads the same zone
+// (time.Local and time.FixedZone are refused with ErrInvalidArgument). A
+// spec that starts with CRON_TZ= names its own zone, which wins.
+//
+// In a zone with daylight saving, ticks follow robfig/cron: a wall time
+// that occurs twice when the clocks go back fires twice, an hour apart,
+// as two ticks with their own IDs (in America/New_York, "30 1 * * *"
+// fires at 01:30 EDT and at 01:30 EST on 2026-11-01, 05:30 and 06:30
+// UTC); a wall time that does not occur when the clocks go forward does
+// not fire that day ("30 2 * * *" skips 2027-03-14 and fires next on
+// 2027-03-15 at 02:30 EDT). UTC has neither.
 func WithTimeZone(loc *time.Location) ScheduleOption {
 	return func(o *scheduleOptions) { o.loc = loc }
 }

@@ -48,12 +48,21 @@ var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron
 // first; a descriptor (@every 90s, @hourly, @daily, @weekly, @monthly,
 // @yearly); a CRON_TZ= or TZ= prefix names its time zone, else loc (UTC
 // when nil).
+//
+// The zone is always named to the parser: without one, robfig/cron reads
+// the spec in the zone of the time given to Next, and the times this
+// package and its callers hand it (time.UnixMilli, the server's TIME) are
+// in the process's local zone, so processes in different zones would plan
+// different ticks for one schedule.
 func Parse(spec string, loc *time.Location) (cron.Schedule, error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty", ErrSpec)
 	}
-	if loc != nil && !strings.HasPrefix(s, "CRON_TZ=") && !strings.HasPrefix(s, "TZ=") && !strings.HasPrefix(s, "@every") {
+	if loc == nil {
+		loc = time.UTC
+	}
+	if !strings.HasPrefix(s, "CRON_TZ=") && !strings.HasPrefix(s, "TZ=") && !strings.HasPrefix(s, "@every") {
 		s = "CRON_TZ=" + loc.String() + " " + s
 	}
 	sched, err := parser.Parse(s)
@@ -140,7 +149,8 @@ func (r Record) Encode() string {
 	return string(b)
 }
 
-// Location is the record's time zone option (nil: none).
+// Location is the record's time zone option (nil: none, which Parse
+// reads as UTC).
 func (r Record) Location() (*time.Location, error) {
 	if r.Zone == "" {
 		return nil, nil

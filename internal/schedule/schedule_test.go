@@ -118,3 +118,140 @@ func TestTickIDRoutes(t *testing.T) {
 		}
 	}
 }
+
+// With no zone, a spec is read in UTC whatever the zone of the time
+// handed to Next: the times the code hands it come from time.UnixMilli
+// and the server's TIME, in the process's local zone, and every process
+// must plan the same ticks.
+func TestParseDefaultZoneIsUTC(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := []time.Time{
+		time.Date(2026, 12, 1, 0, 0, 0, 0, time.FixedZone("EST", -5*3600)),  // 05:00 UTC
+		time.Date(2026, 12, 1, 0, 0, 0, 0, time.FixedZone("UTC+9", 9*3600)), // 2026-11-30 15:00 UTC
+		time.Date(2026, 12, 1, 0, 0, 0, 0, ny),                              // 05:00 UTC
+		time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+	}
+	want := []time.Time{
+		time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC),
+	}
+	for _, spec := range []string{"0 3 * * *", "  0 0 3 * * *", "@daily"} {
+		s, err := Parse(spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range from {
+			w := want[i]
+			if spec == "@daily" {
+				w = w.Add(-3 * time.Hour)
+				if !w.After(f) {
+					w = w.Add(24 * time.Hour)
+				}
+			}
+			if n := s.Next(f); !n.Equal(w) {
+				t.Errorf("Parse(%q, nil).Next(%v) = %v, want %v", spec, f, n.UTC(), w)
+			}
+		}
+	}
+	// A record stored without a zone is read the same way.
+	s, err := Record{Spec: "0 3 * * *"}.Parsed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Next(from[0]); !n.Equal(want[0]) {
+		t.Errorf("record without a zone: next %v, want %v", n.UTC(), want[0])
+	}
+	// A spec's own zone still wins (from[0] is 14:00 in Tokyo), and
+	// @every has none.
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	for _, spec := range []string{"CRON_TZ=Asia/Tokyo 0 9 * * *", "TZ=Asia/Tokyo 0 9 * * *"} {
+		s, err := Parse(spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Next(from[0]); !n.Equal(time.Date(2026, 12, 2, 9, 0, 0, 0, tokyo)) {
+			t.Errorf("Parse(%q, nil).Next = %v", spec, n.In(tokyo))
+		}
+	}
+	s, err = Parse("@every 90s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Next(from[0]); !n.Equal(from[0].Add(90 * time.Second)) {
+		t.Errorf("@every 90s: next %v", n)
+	}
+}
+
+// Daylight saving in a zone, as robfig/cron plans it (documented on
+// delayed.WithTimeZone): a wall time that occurs twice on the fall-back
+// day fires twice, one that does not occur on the spring-forward day is
+// skipped that day.
+func TestPlanDaylightSaving(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	utc := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		spec string
+		from time.Time
+		want []time.Time
+	}{
+		{"30 1 * * *", time.Date(2026, 10, 31, 12, 0, 0, 0, ny), []time.Time{
+			utc("2026-11-01T05:30:00Z"), // 01:30 EDT
+			utc("2026-11-01T06:30:00Z"), // 01:30 EST, an hour later
+			utc("2026-11-02T06:30:00Z"),
+		}},
+		{"30 2 * * *", time.Date(2027, 3, 13, 12, 0, 0, 0, ny), []time.Time{
+			utc("2027-03-15T06:30:00Z"), // 02:30 does not exist on 2027-03-14
+			utc("2027-03-16T06:30:00Z"),
+		}},
+	} {
+		s, err := Parse(tc.spec, ny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Time
+		for n := s.Next(tc.from); len(got) < len(tc.want); n = s.Next(n) {
+			got = append(got, n)
+		}
+		if !slices.EqualFunc(got, tc.want, time.Time.Equal) {
+			t.Errorf("%q in New York from %v: %v, want %v", tc.spec, tc.from, got, tc.want)
+		}
+		// Plan, over the same days, materializes the same ticks.
+		last := tc.want[len(tc.want)-1]
+		ticks, _ := Plan(s, tc.want[0], last.Add(-Lead), MissedAll)
+		if !slices.EqualFunc(ticks, tc.want, time.Time.Equal) {
+			t.Errorf("%q: Plan = %v, want %v", tc.spec, ticks, tc.want)
+		}
+	}
+}
+
+// A record stored without a zone by a process in another zone keeps the
+// next tick it planned (docs/decisions.md): that tick fires at its stored
+// instant, and the ticks after it are planned in UTC.
+func TestAdvanceRecordPlannedInAnotherZone(t *testing.T) {
+	old := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) // 03:00 in New York
+	r := Record{Spec: "0 3 * * *", Missed: MissedLatest, Next: old.UnixMilli()}
+	s, err := r.Parsed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := time.FixedZone("EST", -5*3600)
+	ticks, next, due := r.Advance(s, old.Add(-Lead).In(est))
+	want := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	if !slices.EqualFunc(ticks, []time.Time{old}, time.Time.Equal) || next.Next != want.UnixMilli() || due != DueMs(want) {
+		t.Errorf("Advance = %v, next %v, due %v; want [%v], next %v", ticks, time.UnixMilli(next.Next).UTC(), time.UnixMilli(due).UTC(), old, want)
+	}
+}
