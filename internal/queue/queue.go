@@ -385,10 +385,31 @@ func DecodeValue[T any](c *Core, raw []byte) (T, envelope.Envelope, error) {
 	if err != nil {
 		return v, e, err
 	}
-	if err := c.Cfg.Codec.Unmarshal(e.Payload, &v); err != nil {
+	if err := Unmarshal(c.Cfg.Codec, e.Payload, &v); err != nil {
 		return v, e, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, c.Cfg.Codec.Name(), err)
 	}
 	return v, e, nil
+}
+
+// Unmarshal decodes stored data with c, as c.Unmarshal does, except that a
+// codec that panics on the data returns an error naming the codec and the
+// panic (wrapping the panic's value when it is an error). msgpack panics on
+// ordinary input (a nil pointer field read into a struct field), and a
+// panic there would crash the consumer, again for each consumer the item
+// comes back to; the error makes the item take the path of any payload its
+// codec refuses: retried, then dead-lettered with the reason. Every decode
+// of stored data goes through it.
+func Unmarshal(c codec.Codec, data []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if perr, ok := r.(error); ok {
+				err = fmt.Errorf("%s: panic: %w", c.Name(), perr)
+			} else {
+				err = fmt.Errorf("%s: panic: %v", c.Name(), r)
+			}
+		}
+	}()
+	return c.Unmarshal(data, v)
 }
 
 // StartBackground makes sure this process works for the queue while it is
