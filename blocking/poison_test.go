@@ -41,6 +41,11 @@ var poisons = []struct {
 		}
 		return p
 	}, "panic"},
+	// An array header claiming 2^32-1 elements, in 5 bytes: msgpack makes
+	// the slice before reading them (a fatal out of memory).
+	{"length past the bytes", func(*testing.T) []byte {
+		return []byte("\x81\xa5Items\xdd\xff\xff\xff\xff")
+	}, "EOF"},
 }
 
 // TestPoisonChild is the child side of TestPoisonIsDeadLettered, run only
@@ -102,13 +107,16 @@ func TestPoisonChild(t *testing.T) {
 	fmt.Printf("GOT %v\n", got.Items)
 }
 
-// A payload the codec panics on is failed by Receive, Take and Consume
-// like any payload the codec refuses, dead-lettered with the reason after
-// its last attempt (here the first), and they go on to the next item
-// (before: the panic went up through Receive and
-// Take, the item lost by Take; Consume panicked in its receiver goroutine
-// and killed the process, again for each consumer the item came back to).
-// The consumer runs in a child process, the one way to see it survive.
+// A payload the codec cannot decode without crashing (it panics, or it
+// claims a length past its bytes and makes the codec allocate tens of GB)
+// is failed by Receive, Take and Consume like any payload the codec
+// refuses, dead-lettered with the reason after its last attempt (here the
+// first), and they go on to the next item (before: the panic went up
+// through Receive and Take, the item lost by Take; Consume panicked in its
+// receiver goroutine and killed the process; the length killed the
+// process with a fatal out of memory; each again for every consumer the
+// item came back to). The consumer runs in a child process, the one
+// way to see it survive.
 func TestPoisonIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Standalone(t)

@@ -42,8 +42,19 @@ func (c *msgpackCodec) Marshal(v any) ([]byte, error) {
 }
 
 func (*msgpackCodec) Unmarshal(data []byte, v any) error {
-	dec := msgpack.NewDecoder(bytes.NewReader(data))
+	r := bytes.NewReader(data)
+	dec := msgpack.NewDecoder(r)
 	dec.SetCustomStructTag("json")
+	// msgpack (v5.4.1) makes a slice of the length an array header claims
+	// before reading its elements, whatever its alloc limit says: 5 bytes
+	// claiming 2^32-1 elements make it allocate 64 GB, a fatal out of
+	// memory that nothing can recover. Skip walks the value first without
+	// keeping it, and fails (EOF) when a length claims more than the bytes
+	// present; after it, every length is covered by the bytes.
+	if err := dec.Skip(); err != nil {
+		return fmt.Errorf("msgpack: %w", err)
+	}
+	r.Reset(data) // the decoder does not buffer a bytes.Reader: it starts over
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("msgpack: %w", err)
 	}

@@ -54,7 +54,16 @@ func decodeRaw(payload []byte) (any, string) {
 // decodeMsgpack decodes one msgpack value into maps with string keys,
 // slices and scalars, integers as int64 (uint64 above math.MaxInt64).
 func decodeMsgpack(payload []byte) (any, string) {
-	dec := msgpack.NewDecoder(bytes.NewReader(payload))
+	r := bytes.NewReader(payload)
+	dec := msgpack.NewDecoder(r)
+	// The walk first: msgpack makes a slice of the length an array header
+	// claims before reading its elements (2^32-1 from 5 corrupt bytes, a
+	// fatal out of memory); Skip fails when a length claims more than the
+	// bytes present (see codec.Msgpack).
+	if err := dec.Skip(); err != nil {
+		return nil, "msgpack: " + err.Error()
+	}
+	r.Reset(payload)
 	dec.SetMapDecoder(decodeMsgpackMap)
 	v, err := dec.DecodeInterface()
 	if err != nil {
