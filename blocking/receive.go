@@ -51,6 +51,7 @@ type deliveryState int
 
 const (
 	leased   deliveryState = iota
+	settling               // an Ack or Nack of it in flight
 	settled                // acked, nacked or dead-lettered by this process
 	released               // given back by Consume (shutdown)
 	lost                   // found gone
@@ -290,15 +291,31 @@ func (q *Queue[T]) settle(ctx context.Context, s store.Settle) (status, maxAttem
 	return r.status, r.max, err
 }
 
-// begin marks the start of a settlement: it fails when this process
-// already settled the delivery, gave it back, or found its lease gone.
-func (d *Delivery[T]) begin(op string) error {
+// begin checks that the delivery is still leased to this process: it
+// fails when this process already settled it, is settling it, gave it
+// back, or found its lease gone. With settle, it marks the start of a
+// settlement (Ack, Nack), so that a second one made meanwhile fails as one
+// made after it would; end or abort closes it.
+func (d *Delivery[T]) begin(op string, settle bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.state != leased {
 		return fmt.Errorf("%s %s in %s: %w", op, d.ID, d.q.Name(), ErrLeaseLost)
 	}
+	if settle {
+		d.state = settling
+	}
 	return nil
+}
+
+// abort closes a settlement whose call failed without an outcome: the
+// delivery is leased again, and may be settled again.
+func (d *Delivery[T]) abort() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.state == settling {
+		d.state = leased
+	}
 }
 
 // end records a settlement's outcome. found is whether Redis still held
@@ -325,7 +342,8 @@ func (d *Delivery[T]) isSettled() bool {
 // Ack marks the delivery done: the item is gone for good. It returns an
 // error wrapping [ErrLeaseLost] if the lease was lost first (and then the
 // item may be delivered again, or already was), or if the delivery was
-// already settled. Ack is idempotent on resend: a reply lost and the
+// already settled, or another Ack or Nack of it is in flight (one of two
+// made at once settles it). Ack is idempotent on resend: a reply lost and the
 // command sent again does not turn a done ack into ErrLeaseLost. With
 // [WithReplicaAck], an error wrapping [ErrNotReplicated] means the ack was
 // done on the master but replicas did not confirm it in time: after a
@@ -341,7 +359,7 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 	tokens := make([]string, 0, len(ds))
 	live := make([]int, 0, len(ds))
 	for i, d := range ds {
-		if errs[i] = d.begin("ack"); errs[i] == nil {
+		if errs[i] = d.begin("ack", true); errs[i] == nil {
 			tokens = append(tokens, d.token)
 			live = append(live, i)
 		}
@@ -362,6 +380,7 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 		d := ds[i]
 		switch {
 		case err != nil:
+			d.abort()
 			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), err)
 		case errors.Is(r.errs[j], ErrNotReplicated):
 			// Acked on the master; replicas did not confirm it.
@@ -370,6 +389,7 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 				errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), r.errs[j])
 			}
 		case r.errs[j] != nil:
+			d.abort()
 			errs[i] = fmt.Errorf("ack %s in %s: %w", d.ID, q.Name(), r.errs[j])
 		default:
 			if errs[i] = d.end("ack", r.held[j]); errs[i] == nil {
@@ -385,8 +405,8 @@ func (q *Queue[T]) ackAll(ctx context.Context, ds []*Delivery[T]) []error {
 // next delivery has Attempt+1. If this was its last allowed attempt
 // (WithMaxAttempts), it goes to the dead letters instead. [WithReason]
 // records why. It returns an error wrapping [ErrLeaseLost] if the lease
-// was lost first or the delivery was already settled; nothing changes
-// then. A negative delay returns [ErrInvalidArgument]. With
+// was lost first, the delivery was already settled, or another Ack or
+// Nack of it is in flight; nothing changes then. A negative delay returns [ErrInvalidArgument]. With
 // [WithReplicaAck], an error wrapping [ErrNotReplicated] means the nack
 // was done on the master but replicas did not confirm it in time.
 func (d *Delivery[T]) Nack(ctx context.Context, delay time.Duration, opts ...NackOption) error {
@@ -423,13 +443,14 @@ func WithReason(err error) NackOption {
 // nack settles a failed delivery: a retry after delay, or the dead letters
 // (dead, or the last attempt).
 func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string, dead bool) (err error) {
-	if err := d.begin("nack"); err != nil {
+	if err := d.begin("nack", true); err != nil {
 		return err
 	}
 	status, maxAttempts, err := d.q.settle(ctx, store.Settle{
 		Token: d.token, Reason: reason, Dead: dead, Delay: delay, Attempt: d.Attempt,
 	})
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		d.abort()
 		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), err)
 	}
 	notReplicated := err // nil, or settled on the master without replicas' confirmation
@@ -461,7 +482,7 @@ func (d *Delivery[T]) Extend(ctx context.Context, by time.Duration) error {
 	if by <= 0 || by > maxVisibility {
 		return fmt.Errorf("extend %s in %s: duration %v out of range (0, 1 year]: %w", d.ID, d.q.Name(), by, ErrInvalidArgument)
 	}
-	if err := d.begin("extend"); err != nil {
+	if err := d.begin("extend", false); err != nil {
 		return err
 	}
 	held, err := d.q.extend(ctx, by, []*Delivery[T]{d})

@@ -401,3 +401,42 @@ func TestCloseClosesDeadLetterChain(t *testing.T) {
 	}
 	// TestMain's leak check fails the run if any level's worker survived.
 }
+
+// Two settlements of one delivery at once (an Ack and a Nack from two
+// goroutines): one of them settles it, the other returns ErrLeaseLost, as
+// a second settlement after the first would. Before the fix both returned
+// nil in most tries, and when the Nack ran first the item came back
+// though the Ack had said it was done.
+func TestConcurrentSettlementsOneWins(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	q := blocking.New[int](rdb, redistest.QueueName(t))
+	defer q.Close()
+	for i := range 30 {
+		if _, err := q.Offer(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		d := receiveWithin(t, q, 5*time.Second)
+		var ackErr, nackErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { ackErr = d.Ack(ctx) })
+		wg.Go(func() { nackErr = d.Nack(ctx, 0) })
+		wg.Wait()
+		if (ackErr == nil) == (nackErr == nil) {
+			t.Fatalf("try %d: Ack = %v, Nack = %v; want one nil, one ErrLeaseLost", i, ackErr, nackErr)
+		}
+		if err := errors.Join(ackErr, nackErr); !errors.Is(err, blocking.ErrLeaseLost) {
+			t.Fatalf("try %d: the losing settlement returned %v, want ErrLeaseLost", i, err)
+		}
+		if nackErr == nil { // the item is back: take it out for the next try
+			d := receiveWithin(t, q, 5*time.Second)
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, _ := q.Size(ctx); n != 0 {
+			t.Fatalf("try %d: %d items ready after the settlements", i, n)
+		}
+	}
+}
