@@ -1084,7 +1084,8 @@ func TestReclaimDeadLettersNonEnvelope(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitServerPast(t, rdb, deadline+1)
-	q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(time.Second))
+	logger, logs := redistest.CaptureLogs()
+	q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(time.Second), blocking.WithLogger(logger))
 	defer q.Close()
 	d := receiveWithin(t, q, 5*time.Second)
 	if d.Value != "precious" || d.Attempt != 2 {
@@ -1092,6 +1093,11 @@ func TestReclaimDeadLettersNonEnvelope(t *testing.T) {
 	}
 	if err := d.Ack(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The log says what was dead-lettered: an entry with no readable ID,
+	// not an item of ID "" out of attempts.
+	if l := logs.String(); !strings.Contains(l, "no readable ID") || strings.Contains(l, "ids=[]") {
+		t.Errorf("logs do not tell the entry that is no envelope:\n%s", l)
 	}
 	if n, _ := q.DeadLetters().Size(ctx); n != 1 {
 		t.Fatalf("dead letters = %d, want 1 (the bytes that are no envelope)", n)

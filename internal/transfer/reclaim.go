@@ -26,8 +26,22 @@ func (w *worker) reclaim(ctx context.Context) (time.Duration, error) {
 		}
 		if len(r.Dead) > 0 {
 			w.t.Telemetry.DeadLettered(ctx, len(r.Dead))
-			w.t.Logger.Warn("redelay: items dead-lettered after their last lease expired",
-				"queue", q.K.Name, "ids", r.Dead, "max_attempts", r.MaxAttempts)
+			// "" stands for an in-flight entry whose ID cannot be read
+			// (bytes that are no envelope: corrupt or foreign data).
+			ids := make([]string, 0, len(r.Dead))
+			for _, id := range r.Dead {
+				if id != "" {
+					ids = append(ids, id)
+				}
+			}
+			if len(ids) > 0 {
+				w.t.Logger.Warn("redelay: items dead-lettered after their last lease expired",
+					"queue", q.K.Name, "ids", ids, "max_attempts", r.MaxAttempts)
+			}
+			if n := len(r.Dead) - len(ids); n > 0 {
+				w.t.Logger.Warn("redelay: in-flight entries with no readable ID dead-lettered as they were (corrupt or foreign data)",
+					"queue", q.K.Name, "entries", n)
+			}
 		}
 		if r.GivenBack > 0 {
 			w.t.Logger.Warn("redelay: gave back items a waiting consumer claimed but never took (its connection was lost)",
