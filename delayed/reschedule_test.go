@@ -1206,14 +1206,35 @@ func TestUpdatePayloadLimitCountsHeaders(t *testing.T) {
 func TestRescheduleNowAfterItemsAlreadyDue(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		name := redistest.QueueName(t)
-		// No transfer runs until the consumer's first call.
-		q := blocking.New[string](rdb, name)
-		dq := delayed.New(q, delayed.WithoutTransfer())
-		t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
-		aDue := time.Now().Add(50 * time.Millisecond)
-		if _, err := dq.OfferAt(ctx, "a", aDue, delayed.WithID("a")); err != nil {
-			t.Fatal(err)
+		// a must be pending when it falls due. An offer that reaches Redis
+		// after its due time makes the item ready at once (nothing pending
+		// is due before it), which a loaded machine can do to a short lead:
+		// then the test starts again on a new queue with a longer one.
+		var (
+			q    *blocking.Queue[string]
+			dq   *delayed.Queue[string]
+			aDue time.Time
+		)
+		for lead := 50 * time.Millisecond; ; lead *= 2 {
+			// No transfer runs until the consumer's first call.
+			bq := blocking.New[string](rdb, redistest.QueueName(t))
+			q, dq = bq, delayed.New(bq, delayed.WithoutTransfer())
+			closeDQ := dq.Close
+			t.Cleanup(func() { _ = closeDQ(); _ = bq.Close() })
+			aDue = time.Now().Add(lead)
+			if _, err := dq.OfferAt(ctx, "a", aDue, delayed.WithID("a")); err != nil {
+				t.Fatal(err)
+			}
+			n, err := q.Size(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			if lead >= 5*time.Second {
+				t.Fatalf("a was ready at once with a lead of %v", lead)
+			}
 		}
 		for _, id := range []string{"b", "c", "d"} {
 			if _, err := dq.Offer(ctx, id, time.Hour, delayed.WithID(id)); err != nil {
