@@ -1265,3 +1265,48 @@ func TestBadSeqLosesNothing(t *testing.T) {
 		holds(t, name, "dead", 1)
 	})
 }
+
+// cyclicNode can lead back to itself.
+type cyclicNode struct {
+	Name string
+	Next *cyclicNode
+}
+
+// Offer of a cyclic value returns an error wrapping
+// codec.ErrUnsupportedValue and stores nothing, with either codec (before:
+// with msgpack, the default, the encode recursed until the stack
+// overflowed and the process died; see TestMsgpackCycle in codec).
+func TestOfferCyclicValue(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	for _, c := range []codec.Codec{codec.Msgpack(), codec.JSON()} {
+		nodes := blocking.New[*cyclicNode](rdb, redistest.QueueName(t), blocking.WithCodec(c))
+		defer nodes.Close()
+		n := &cyclicNode{Name: "a"}
+		n.Next = n
+		if id, err := nodes.Offer(ctx, n); !errors.Is(err, codec.ErrUnsupportedValue) || id != "" {
+			t.Errorf("%s: Offer(node pointing to itself) = %q, %v; want ErrUnsupportedValue", c.Name(), id, err)
+		}
+		maps := blocking.New[map[string]any](rdb, redistest.QueueName(t), blocking.WithCodec(c))
+		defer maps.Close()
+		m := map[string]any{"k": "v"}
+		m["self"] = []any{m}
+		if _, err := maps.Offer(ctx, m, blocking.WithID("m-1")); !errors.Is(err, codec.ErrUnsupportedValue) {
+			t.Errorf("%s: Offer(map holding itself) = %v; want ErrUnsupportedValue", c.Name(), err)
+		} else if !strings.Contains(err.Error(), "cycle") {
+			t.Errorf("%s: %v does not name the cycle", c.Name(), err)
+		}
+		for _, q := range []interface {
+			Size(context.Context) (int64, error)
+		}{nodes, maps} {
+			if size, err := q.Size(ctx); err != nil || size != 0 {
+				t.Errorf("%s: refused offers stored %d items (%v)", c.Name(), size, err)
+			}
+		}
+		n.Next = nil // the same value without the cycle is fine
+		if _, err := nodes.Offer(ctx, n); err != nil {
+			t.Errorf("%s: Offer(node) = %v", c.Name(), err)
+		}
+	}
+}

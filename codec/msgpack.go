@@ -12,6 +12,19 @@ import (
 // github.com/vmihailenco/msgpack/v5. Struct fields are encoded by name
 // (honouring `msgpack` tags, falling back to `json` tags), so adding or
 // removing fields keeps old items readable.
+//
+// Marshal of a cyclic value (a pointer, map or slice that leads back to
+// itself, such as a map[string]any holding itself) returns an error
+// wrapping [ErrUnsupportedValue] that names the type the cycle runs
+// through, as the [JSON] codec does; msgpack itself would follow the cycle
+// until the stack overflows, which kills the process. Whether a type can
+// hold a cycle is decided once per type: a value of one that cannot (no
+// interface inside, and not containing itself: a struct of strings,
+// numbers, times, slices and maps of them) is encoded as it is; a value of
+// one that can is walked first, as msgpack will encode it, recording the
+// references on its path only past 1,000 deep (as encoding/json does). The
+// walk does not look inside a type that encodes itself (MarshalMsgpack,
+// EncodeMsgpack, MarshalBinary, MarshalText): a cycle there is its own.
 func Msgpack() Codec {
 	return &msgpackCodec{encoders: sync.Pool{New: func() any {
 		var buf bytes.Buffer
@@ -24,6 +37,7 @@ func Msgpack() Codec {
 // msgpackCodec reuses encoders: msgpack.Marshal allocates a fresh one per call.
 type msgpackCodec struct {
 	encoders sync.Pool
+	cycles   cycles
 }
 
 type pooledEncoder struct {
@@ -32,6 +46,10 @@ type pooledEncoder struct {
 }
 
 func (c *msgpackCodec) Marshal(v any) ([]byte, error) {
+	// msgpack has no depth limit: a cyclic value would overflow the stack.
+	if err := c.cycles.check(v); err != nil {
+		return nil, fmt.Errorf("msgpack: encode %T: %w", v, err)
+	}
 	pe := c.encoders.Get().(*pooledEncoder)
 	defer c.encoders.Put(pe)
 	pe.buf.Reset()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
 )
@@ -162,5 +163,45 @@ func TestUserIDLikeRetryField(t *testing.T) {
 	}
 	if count["a"] != 1 || count["c"] != 1 || len(count) != 2 {
 		t.Fatalf("delivered %v, want the retry a and the item c once each", count)
+	}
+}
+
+// Offer, OfferBatch, Update and Schedule of a cyclic value return an error
+// wrapping codec.ErrUnsupportedValue and store nothing (before: msgpack
+// recursed until the stack overflowed and the process died).
+func TestOfferCyclicValue(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	q, dq := open[map[string]any](t, rdb, redistest.QueueName(t))
+	cyclic := map[string]any{"k": "v"}
+	cyclic["self"] = cyclic
+	if id, err := dq.Offer(ctx, cyclic, time.Minute); !errors.Is(err, codec.ErrUnsupportedValue) || id != "" {
+		t.Errorf("Offer = %q, %v; want ErrUnsupportedValue", id, err)
+	}
+	if ids, err := dq.OfferBatch(ctx, []map[string]any{{"ok": 1}, cyclic}, time.Minute); !errors.Is(err, codec.ErrUnsupportedValue) {
+		t.Errorf("OfferBatch = %v, %v; want ErrUnsupportedValue", ids, err)
+	}
+	if err := dq.Schedule(ctx, "tick", "@every 1h", cyclic); !errors.Is(err, codec.ErrUnsupportedValue) {
+		t.Errorf("Schedule = %v; want ErrUnsupportedValue", err)
+	}
+	if n, err := dq.Size(ctx); err != nil || n != 0 {
+		t.Fatalf("pending = %d (%v): a refused offer was stored", n, err)
+	}
+	if s, err := dq.Schedules(ctx); err != nil || len(s) != 0 {
+		t.Fatalf("schedules = %v (%v): a refused schedule was stored", s, err)
+	}
+	id, err := dq.Offer(ctx, map[string]any{"k": "v"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dq.Update(ctx, id, cyclic); !errors.Is(err, codec.ErrUnsupportedValue) {
+		t.Errorf("Update = %v; want ErrUnsupportedValue", err)
+	}
+	if n, err := dq.Size(ctx); err != nil || n != 1 {
+		t.Fatalf("pending = %d (%v), want the one item", n, err)
+	}
+	if n, _ := q.Size(ctx); n != 0 {
+		t.Fatalf("ready = %d: a refused offer was delivered", n)
 	}
 }
