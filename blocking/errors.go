@@ -40,6 +40,24 @@ var (
 	// the master fails before a replica copies it. See [WithReplicaAck]
 	// for what to do.
 	ErrNotReplicated = queue.ErrNotReplicated
+	// ErrCorrupt: data stored in Redis for the queue cannot be read by
+	// this release: bytes that are no item at all (a foreign write), an
+	// item whose encoding is malformed, an item written by a newer
+	// release (a newer envelope version, during a rolling upgrade), or a
+	// malformed schedule record. The message says which, and names the
+	// item. A consumer never returns it: it counts a failed attempt of
+	// such an item, then dead-letters it (see WithMaxAttempts), and logs
+	// the error. Calls that read one item (delayed.Queue.Get, Update,
+	// Schedules) return it; listings (Peek, delayed.Queue.List) leave the
+	// item out and log the error; the inspect package shows it raw.
+	ErrCorrupt = queue.ErrCorrupt
+	// ErrDecode: an item is well formed, but the queue's codec cannot
+	// decode its value into T: a producer of another type or codec, a
+	// value its codec's decoder refuses, or a codec that panicked. The
+	// codec's own error is wrapped too (errors.As finds it). It is
+	// returned and handled like ErrCorrupt; it is not ErrCorrupt, since
+	// the stored data may be sound for a reader of the right type.
+	ErrDecode = queue.ErrDecode
 )
 
 // HeaderError is the Delivery header that holds an item's last failure: the

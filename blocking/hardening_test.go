@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -1308,5 +1309,80 @@ func TestOfferCyclicValue(t *testing.T) {
 		if _, err := nodes.Offer(ctx, n); err != nil {
 			t.Errorf("%s: Offer(node) = %v", c.Name(), err)
 		}
+	}
+}
+
+// errLog keeps the "err" attribute of every record logged, as an error
+// value.
+type errLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *errLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *errLog) WithGroup(string) slog.Handler            { return l }
+func (l *errLog) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Key == "err" {
+			l.mu.Lock()
+			l.errs = append(l.errs, err)
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// The error logged for a ready item that cannot be read, which Peek
+// leaves out, matches the public sentinels: ErrCorrupt for bytes that are
+// no envelope, a malformed envelope and a newer version, ErrDecode for a
+// value the codec refuses (before: only sentinels of an internal package,
+// or none).
+func TestCorruptItemErrorIsErrCorrupt(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	payload, err := codec.Msgpack().Marshal("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := (&envelope.Envelope{ID: "x", Payload: payload}).Marshal()
+	for _, c := range []struct {
+		what string
+		raw  []byte
+		want error
+		text string
+	}{
+		{"no envelope", []byte("garbage that is not an envelope"), blocking.ErrCorrupt, "not an envelope"},
+		{"malformed", append(append([]byte{}, good[:envelope.HeaderLen]...), 0x7f, 'b'), blocking.ErrCorrupt, "corrupt"},
+		{"newer", append([]byte{9}, good[1:]...), blocking.ErrCorrupt, "unknown version"},
+		{"value", good, blocking.ErrDecode, "decode with msgpack codec"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			name := redistest.QueueName(t)
+			logs := &errLog{}
+			q := blocking.New[int](rdb, name, blocking.WithLogger(slog.New(logs)))
+			defer q.Close()
+			if err := rdb.LPush(ctx, redistest.KeysOf(name).Ready, c.raw).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if items, err := q.Peek(ctx, 10); err != nil || len(items) != 0 {
+				t.Fatalf("Peek = %v, %v; want the item left out", items, err)
+			}
+			logs.mu.Lock()
+			defer logs.mu.Unlock()
+			if len(logs.errs) != 1 {
+				t.Fatalf("logged errors %v, want one", logs.errs)
+			}
+			err := logs.errs[0]
+			other := blocking.ErrDecode
+			if c.want == blocking.ErrDecode {
+				other = blocking.ErrCorrupt
+			}
+			if !errors.Is(err, c.want) || errors.Is(err, other) || !strings.Contains(err.Error(), c.text) {
+				t.Errorf("logged %v; want %v saying %q", err, c.want, c.text)
+			}
+		})
 	}
 }

@@ -252,7 +252,7 @@ func (q *Queue[T]) delivery(token string, raw []byte, held time.Time) (*Delivery
 	d.ID, d.Attempt, d.EnqueuedAt, d.DueAt, d.Priority = e.ID, e.Attempt, e.EnqueuedAt, e.DueAt, e.Priority()
 	d.Headers = maps.Clone(e.Headers)
 	if err := queue.Unmarshal(q.core.Cfg.Codec, e.Payload, &d.Value); err != nil {
-		return d, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, q.core.Cfg.Codec.Name(), err)
+		return d, queue.DecodeError(q.core.Cfg.Codec, e.ID, err)
 	}
 	return d, nil
 }

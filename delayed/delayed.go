@@ -33,6 +33,13 @@ var (
 	// blocking.WithReplicaAck, the offer was stored on the master (its ID
 	// is returned with the error) but replicas did not confirm it in time.
 	ErrNotReplicated = blocking.ErrNotReplicated
+	// ErrCorrupt is blocking.ErrCorrupt: Get or Update of an item whose
+	// stored bytes this release cannot read (no item at all, malformed, or
+	// of a newer release), or Schedules with a malformed schedule record.
+	ErrCorrupt = blocking.ErrCorrupt
+	// ErrDecode is blocking.ErrDecode: Get of an item whose value the
+	// queue's codec cannot decode into T.
+	ErrDecode = blocking.ErrDecode
 )
 
 // MaxIDLen bounds an ID given with WithID, in bytes.

@@ -6,12 +6,16 @@ package delayed_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/redistest"
 )
 
@@ -204,4 +208,83 @@ func TestOfferCyclicValue(t *testing.T) {
 	if n, _ := q.Size(ctx); n != 0 {
 		t.Fatalf("ready = %d: a refused offer was delivered", n)
 	}
+}
+
+// Stored data that this release cannot read reaches the caller as an
+// error that errors.Is matches with a public sentinel, and that still
+// names the problem: ErrCorrupt for bytes that are no envelope, a
+// malformed envelope, an envelope of a newer version and a malformed
+// schedule record; ErrDecode for a sound envelope whose value the codec
+// refuses (before: they wrapped only sentinels of an internal package,
+// or nothing).
+func TestCorruptDataIsErrCorrupt(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[order](rdb, name)
+		dq := delayed.New(q, delayed.WithoutTransfer())
+		t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+		k := redistest.KeysOf(name)
+		due := time.Now().Add(time.Hour)
+		put := func(id string, env []byte) {
+			t.Helper()
+			seq := "\x00\x00\x00\x00\x00\x01"
+			if err := rdb.HSet(ctx, k.Items, id, seq+string(env)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.ZAdd(ctx, k.Delayed, redis.Z{Score: float64(due.UnixMicro()), Member: seq + id}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		payload, err := codec.Msgpack().Marshal(order{ID: "x", Total: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		good := (&envelope.Envelope{ID: "x", Payload: payload}).Marshal()
+		newer := append([]byte{9}, good[1:]...)
+		for _, c := range []struct {
+			id   string
+			env  []byte
+			text string
+		}{
+			{"none", []byte("garbage that is not an envelope"), "not an envelope"},
+			{"malformed", append(append([]byte{}, good[:envelope.HeaderLen]...), 0x7f, 'b'), "corrupt"},
+			{"newer", newer, "unknown version"},
+		} {
+			put(c.id, c.env)
+			_, err := dq.Get(ctx, c.id)
+			if !errors.Is(err, delayed.ErrCorrupt) || !errors.Is(err, blocking.ErrCorrupt) ||
+				errors.Is(err, delayed.ErrDecode) || !strings.Contains(err.Error(), c.text) {
+				t.Errorf("Get of %s = %v; want ErrCorrupt saying %q", c.id, err, c.text)
+			}
+			err = dq.Update(ctx, c.id, order{Total: 2})
+			if !errors.Is(err, delayed.ErrCorrupt) || !strings.Contains(err.Error(), c.id) {
+				t.Errorf("Update of %s = %v; want ErrCorrupt naming the item", c.id, err)
+			}
+		}
+
+		// A sound envelope whose value is not an order: ErrDecode, with
+		// the codec's error.
+		str, err := codec.Msgpack().Marshal("a string, not an order")
+		if err != nil {
+			t.Fatal(err)
+		}
+		put("wrongtype", (&envelope.Envelope{ID: "wrongtype", Payload: str}).Marshal())
+		_, err = dq.Get(ctx, "wrongtype")
+		if !errors.Is(err, delayed.ErrDecode) || errors.Is(err, delayed.ErrCorrupt) ||
+			!strings.Contains(err.Error(), "decode with msgpack codec") {
+			t.Errorf("Get of a value of another type = %v; want ErrDecode", err)
+		}
+
+		// A schedule record that is no JSON.
+		if err := rdb.HSet(ctx, k.Schedules, "broken", "{not json").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dq.Schedules(ctx); !errors.Is(err, delayed.ErrCorrupt) || !strings.Contains(err.Error(), "broken") {
+			t.Errorf("Schedules with a malformed record = %v; want ErrCorrupt naming it", err)
+		}
+		if err := dq.Schedule(ctx, "broken", "0 3 * * *", order{}); !errors.Is(err, delayed.ErrCorrupt) {
+			t.Errorf("Schedule over a malformed record = %v; want ErrCorrupt", err)
+		}
+	})
 }

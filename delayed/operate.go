@@ -24,7 +24,9 @@ type Item[T any] = blocking.Item[T]
 const MaxPage = blocking.MaxPage
 
 // Get returns the pending item with this ID, or [ErrNotFound]. O(log N).
-// An item whose value cannot be decoded into T returns the codec's error.
+// An item whose stored bytes this release cannot read returns an error
+// wrapping [ErrCorrupt]; one whose value the codec cannot decode into T,
+// [ErrDecode] and the codec's error.
 func (d *Queue[T]) Get(ctx context.Context, id string) (Item[T], error) {
 	if err := d.checkID("get", id); err != nil {
 		return Item[T]{}, err
@@ -148,8 +150,10 @@ func (d *Queue[T]) move(ctx context.Context, op, id string, m store.Move) error 
 
 // Update replaces the value of the pending item with this ID; its ID, due
 // time and headers stay. O(1). It returns [ErrNotFound] when the item is no
-// longer pending, and [blocking.ErrPayloadTooLarge] when the new value,
-// with the item's headers, is over the queue's limit (as an offer counts).
+// longer pending, [blocking.ErrPayloadTooLarge] when the new value,
+// with the item's headers, is over the queue's limit (as an offer counts),
+// and [ErrCorrupt] when the stored item cannot be read or rewritten by
+// this release (nothing changed).
 func (d *Queue[T]) Update(ctx context.Context, id string, v T) error {
 	if err := d.checkID("update", id); err != nil {
 		return err
@@ -170,7 +174,7 @@ func (d *Queue[T]) Update(ctx context.Context, id string, v T) error {
 	}, nil)
 	switch {
 	case err != nil:
-		return fmt.Errorf("update %s in %s: %w", id, d.core.Name(), err)
+		return fmt.Errorf("update %s in %s: %w", id, d.core.Name(), queue.Corrupt(err))
 	case res == 0:
 		return fmt.Errorf("update: %w", d.notFound(id))
 	case res < 0:

@@ -201,6 +201,9 @@ func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
 			return stored{now: now}, err
 		}
 		rec, err := schedule.Decode(raw)
+		if err != nil {
+			err = queue.Mark(queue.ErrCorrupt, err)
+		}
 		return stored{raw: raw, rec: rec, found: true, now: now}, err
 	}, nil)
 }
@@ -237,7 +240,9 @@ func (d *Queue[T]) Unschedule(ctx context.Context, name string) (bool, error) {
 	return false, fmt.Errorf("unschedule %s in %s: changed by other processes three times while this call ran; try again", name, d.core.Name())
 }
 
-// Schedules lists the queue's recurring schedules, by name.
+// Schedules lists the queue's recurring schedules, by name. A schedule
+// record that cannot be read returns an error wrapping [ErrCorrupt] that
+// names it.
 func (d *Queue[T]) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	if err := d.err(); err != nil {
 		return nil, err
@@ -251,7 +256,7 @@ func (d *Queue[T]) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	for name, raw := range recs {
 		rec, err := schedule.Decode(raw)
 		if err != nil {
-			return nil, fmt.Errorf("schedules of %s: %s: %w", d.core.Name(), name, err)
+			return nil, fmt.Errorf("schedules of %s: %s: %w", d.core.Name(), name, queue.Mark(queue.ErrCorrupt, err))
 		}
 		out = append(out, ScheduleInfo{Name: name, Spec: rec.Spec, Next: rec.NextTick(now), Last: rec.Last(now)})
 	}

@@ -23,6 +23,10 @@ var (
 	// ErrInvalidArgument: a bad queue name, state, ID, page or due time.
 	// Nothing was read or changed. It is blocking.ErrInvalidArgument.
 	ErrInvalidArgument = blocking.ErrInvalidArgument
+	// ErrCorrupt: Schedules of a queue with a malformed schedule record.
+	// Items that cannot be read are not errors here: List and Get return
+	// them with Item.DecodeError set. It is blocking.ErrCorrupt.
+	ErrCorrupt = blocking.ErrCorrupt
 )
 
 // Stats are a queue's counts by state and its timings: the type of

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,6 +174,13 @@ func TestSchedules(t *testing.T) {
 		}
 		if _, err := inspect.New(rdb).Schedules(ctx, "no-such-queue-"+name); !errors.Is(err, inspect.ErrNotFound) {
 			t.Fatalf("Schedules of an unknown queue = %v", err)
+		}
+		// A malformed record: ErrCorrupt, naming it.
+		if err := rdb.HSet(ctx, redistest.KeysOf(name).Schedules, "broken", "{not json").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inspect.New(rdb).Schedules(ctx, name); !errors.Is(err, inspect.ErrCorrupt) || !strings.Contains(err.Error(), "broken") {
+			t.Fatalf("Schedules with a malformed record = %v; want ErrCorrupt naming it", err)
 		}
 	})
 }

@@ -15,15 +15,19 @@
 --
 -- Output: 1 updated; 0 no item with this id is pending; -n when the new
 --   payload and the item's headers, n bytes in all, are over the limit
---   (nothing changed); an error when the stored envelope is of a version
---   this release cannot rewrite or is corrupt (nothing changed).
+--   (nothing changed); an ENVELOPE error when the stored bytes are no
+--   envelope, or an envelope of a version this release cannot rewrite, or
+--   a corrupt one (nothing changed; the client wraps it in ErrCorrupt).
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if not v then
   return 0
 end
 local env = string.sub(v, SEQ_LEN + 1)
 local version = string.byte(env, 1)
-if not is_envelope(env) or version > 2 then
+if not is_envelope(env) then
+  return redis.error_reply('ENVELOPE item ' .. ARGV[1] .. ': not an envelope')
+end
+if version > 2 then
   return redis.error_reply('ENVELOPE item ' .. ARGV[1] .. ': envelope version ' .. tostring(version) .. ' cannot be rewritten by this release')
 end
 -- skip_string returns the position after the string at pos, and the

@@ -34,7 +34,36 @@ var (
 	ErrPayloadTooLarge = errors.New("redelay: payload too large")
 	ErrQueueFull       = errors.New("redelay: queue full")
 	ErrNotReplicated   = store.ErrNotReplicated
+	ErrCorrupt         = errors.New("redelay: corrupt data")
+	ErrDecode          = errors.New("redelay: undecodable value")
 )
+
+// Corrupt returns err marked with ErrCorrupt (see Mark) when it says
+// that stored data cannot be read: an error of package envelope, or a
+// script's ENVELOPE reply (update.lua). Other errors, and nil, are
+// returned as they are.
+func Corrupt(err error) error {
+	switch {
+	case err == nil || errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, envelope.ErrCorrupt), errors.Is(err, envelope.ErrNotEnvelope),
+		errors.Is(err, envelope.ErrUnknownVersion), redis.HasErrorPrefix(err, "ENVELOPE"):
+		return Mark(ErrCorrupt, err)
+	}
+	return err
+}
+
+// Mark returns err, matched by errors.Is with sentinel too; its text is
+// err's. The reason a consumer stores in a failed item's error header is
+// this text, so marking an error does not change what is stored.
+func Mark(sentinel, err error) error {
+	return &marked{sentinel, err}
+}
+
+type marked struct{ sentinel, err error }
+
+func (e *marked) Error() string   { return e.err.Error() }
+func (e *marked) Unwrap() []error { return []error{e.sentinel, e.err} }
 
 // DefaultMaxPayload bounds an encoded value unless configured otherwise.
 const DefaultMaxPayload = 1 << 20
@@ -373,12 +402,16 @@ func (c *Core) Encode(id string, v any, user, trace map[string]string, priority 
 	return e.Marshal(), nil
 }
 
-// Decode unmarshals an envelope, as a reader of Cfg.MaxEnvelopeVersion.
+// Decode unmarshals an envelope, as a reader of Cfg.MaxEnvelopeVersion;
+// bytes it cannot read return an error marked with ErrCorrupt.
 func (c *Core) Decode(raw []byte) (envelope.Envelope, error) {
-	return envelope.UnmarshalUpTo(raw, c.Cfg.MaxEnvelopeVersion)
+	e, err := envelope.UnmarshalUpTo(raw, c.Cfg.MaxEnvelopeVersion)
+	return e, Corrupt(err)
 }
 
-// DecodeValue decodes an envelope and its value into a T.
+// DecodeValue decodes an envelope and its value into a T: an error
+// wrapping ErrCorrupt when the envelope cannot be read, ErrDecode (see
+// DecodeError) when its value cannot.
 func DecodeValue[T any](c *Core, raw []byte) (T, envelope.Envelope, error) {
 	var v T
 	e, err := c.Decode(raw)
@@ -386,9 +419,15 @@ func DecodeValue[T any](c *Core, raw []byte) (T, envelope.Envelope, error) {
 		return v, e, err
 	}
 	if err := Unmarshal(c.Cfg.Codec, e.Payload, &v); err != nil {
-		return v, e, fmt.Errorf("item %s: decode with %s codec: %w", e.ID, c.Cfg.Codec.Name(), err)
+		return v, e, DecodeError(c.Cfg.Codec, e.ID, err)
 	}
 	return v, e, nil
+}
+
+// DecodeError is the error of a codec that could not decode the value of
+// item id: it wraps the codec's error and is marked with ErrDecode.
+func DecodeError(c codec.Codec, id string, err error) error {
+	return Mark(ErrDecode, fmt.Errorf("item %s: decode with %s codec: %w", id, c.Name(), err))
 }
 
 // Unmarshal decodes stored data with c, as c.Unmarshal does, except that a
