@@ -1312,6 +1312,76 @@ func TestOfferCyclicValue(t *testing.T) {
 	}
 }
 
+// Items given back after an earlier call took them out of Redis (a Take
+// whose caller left before the reply came: giveback.lua) exist only in
+// the client; with an order counter that is no integer, or no string,
+// they still go back, first in line by priority (before: the call
+// failed at the counter and the items were lost; an item of priority 0
+// given back with them went back alone).
+func TestGiveBackWithBadSeqLosesNothing(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	for what, corrupt := range map[string]func(k keys.Queue) error{
+		"no integer": func(k keys.Queue) error { return rdb.Set(ctx, k.Seq, "x", 0).Err() },
+		"wrong type": func(k keys.Queue) error {
+			if err := rdb.Del(ctx, k.Seq).Err(); err != nil {
+				return err
+			}
+			return rdb.HSet(ctx, k.Seq, "f", "v").Err()
+		},
+	} {
+		t.Run(what, func(t *testing.T) {
+			name := redistest.QueueName(t)
+			k := redistest.KeysOf(name)
+			q := blocking.New[string](rdb, name)
+			defer q.Close()
+			for _, o := range []struct {
+				v string
+				p int
+			}{{"a", 5}, {"b", 5}, {"c", 0}, {"d", 0}} {
+				if _, err := q.Offer(ctx, o.v, blocking.WithPriority(o.p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Take a (the first of priority 5) and c (the first of
+			// priority 0) out of Redis, as a pop does.
+			popped, err := rdb.ZPopMin(ctx, k.Prio, 1).Result()
+			if err != nil || len(popped) != 1 {
+				t.Fatalf("ZPOPMIN = %v, %v", popped, err)
+			}
+			a := []byte(popped[0].Member.(string)[lua.SeqLen:])
+			c, err := rdb.RPop(ctx, k.Ready).Bytes()
+			if err == nil && len(c) == 1 { // the priority marker
+				c, err = rdb.RPop(ctx, k.Ready).Bytes()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := corrupt(k); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.New(rdb).Queue(k).PushBack(ctx, a, c); err != nil {
+				t.Errorf("PushBack with a bad counter: %v", err)
+			}
+			var got []string
+			for {
+				rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				d, err := q.Receive(rctx)
+				cancel()
+				if err != nil {
+					break
+				}
+				got = append(got, d.Value)
+				_ = d.Ack(ctx)
+			}
+			if strings.Join(got, "") != "abcd" {
+				t.Fatalf("received %q, want a b c d: given back first in line, by priority", got)
+			}
+		})
+	}
+}
+
 // errLog keeps the "err" attribute of every record logged, as an error
 // value.
 type errLog struct {

@@ -431,7 +431,35 @@ local function prio()
     end
   end
 
+  -- P.edge returns the score for one more item at the head (or, head
+  -- false, the tail) of priority band base, without the counter: one
+  -- beyond the band's first (last) score, or its middle when the band is
+  -- empty. edges keeps the scores given so far in this call, by band.
+  function P.edge(kPrio, base, head, edges)
+    local e = edges[base]
+    if not e then
+      local lo, hi = string.format('%.0f', base), '(' .. string.format('%.0f', base + PRIO_BAND)
+      local r
+      if head then
+        r = redis.call('ZRANGEBYSCORE', kPrio, lo, hi, 'WITHSCORES', 'LIMIT', 0, 1)
+      else
+        r = redis.call('ZREVRANGEBYSCORE', kPrio, hi, lo, 'WITHSCORES', 'LIMIT', 0, 1)
+      end
+      e = tonumber(r[2]) or base + PRIO_MID
+    end
+    if head then
+      e = e - 1
+    else
+      e = e + 1
+    end
+    edges[base] = e
+    return e
+  end
+
   -- P.push makes envs ready when at least one of them has a priority.
+  -- kSeq nil: the counter is unusable (see seq_usable), and each item is
+  -- placed by the scores already in its band instead (P.edge): the same
+  -- place in line, with no counter read or written.
   function P.push(kReady, kPrio, kSeq, envs, head)
     local plain, pri = {}, {}
     for i = 1, #envs do
@@ -451,15 +479,25 @@ local function prio()
       end
     end
     local n = #pri / 2
-    local seq = redis.call('INCRBY', kSeq, n) - n
-    local args = {}
+    local seq
+    if kSeq then
+      seq = redis.call('INCRBY', kSeq, n) - n
+    end
+    local args, edges = {}, {}
     for i = 1, n do
-      local s = seq + i
-      local score = (PRIO_MAX - pri[2 * i - 1]) * PRIO_BAND + PRIO_MID
-      if head then
-        score = score - s
+      local base = (PRIO_MAX - pri[2 * i - 1]) * PRIO_BAND
+      local s, score
+      if seq then
+        s = seq + i
+        score = base + PRIO_MID
+        if head then
+          score = score - s
+        else
+          score = score + s
+        end
       else
-        score = score + s
+        score = P.edge(kPrio, base, head, edges)
+        s = math.abs(score - base - PRIO_MID)
       end
       args[2 * i - 1] = string.format('%.0f', score)
       args[2 * i] = seq_bytes(s) .. pri[2 * i]
@@ -530,7 +568,8 @@ local function prio()
 end
 
 -- ready_push makes envs ready: those of priority 0 go to the ready list,
--- the others to the priority set (kPrio; kSeq numbers them). head: they go
+-- the others to the priority set (kPrio; kSeq numbers them, or, nil,
+-- their band's scores place them: see P.push). head: they go
 -- first in line (an item given back), the last of envs first; otherwise
 -- last in line. The caller has read kReady's type, and kPrio's (with a read)
 -- when envs has priorities or head is true.
@@ -570,6 +609,17 @@ local function ready_check(kReady, kPrio, envs)
       return
     end
   end
+end
+
+-- seq_usable tells whether INCRBY would take the counter kSeq: it is
+-- absent or holds an integer. It reads the key without failing, whatever
+-- it holds.
+local function seq_usable(kSeq)
+  local v = redis.pcall('GET', kSeq)
+  if type(v) == 'table' then
+    return false -- another type: an error reply
+  end
+  return not v or v == '0' or (#v < 19 and string.match(v, '^%-?[1-9]%d*$') ~= nil)
 end
 
 -- seq_check reads the counter kSeq before a script's first write, when
