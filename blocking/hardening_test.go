@@ -1157,6 +1157,54 @@ func TestBadMaxAttemptsInMeta(t *testing.T) {
 	})
 }
 
+// A max_attempts in the meta hash that Lua's tonumber reads but that is
+// not a positive integer in decimal digits, as processes write it (a
+// foreign write), counts as none, like one that is no number: the
+// process's own limit applies (before: "nan" and "inf" made every attempt
+// less than the limit, so an item never dead-lettered; "0x10" read as 16,
+// "1.5" as 1.5, "1e1" as 10).
+func TestNonIntegerMaxAttemptsInMeta(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	for _, v := range []string{"nan", "inf", "0x10", "1.5", " 5", "1e1", "0", "-3"} {
+		t.Run("reclaim "+v, func(t *testing.T) {
+			name := redistest.QueueName(t)
+			k := redistest.KeysOf(name)
+			ms := expireLease(t, rdb, name, "precious")
+			if err := rdb.HSet(ctx, k.Meta, "max_attempts", v).Err(); err != nil {
+				t.Fatal(err)
+			}
+			waitServerPast(t, rdb, ms)
+			if _, err := store.New(rdb).Queue(k).Reclaim(ctx, 500, 1); err != nil {
+				t.Fatal(err)
+			}
+			if n := rdb.LLen(ctx, k.DeadReady).Val(); n != 1 {
+				t.Fatalf("max_attempts %q: %d dead letters after an expired lease on attempt 1 of 1, want 1", v, n)
+			}
+		})
+		t.Run("nack "+v, func(t *testing.T) {
+			name := redistest.QueueName(t)
+			k := redistest.KeysOf(name)
+			q := blocking.New[string](rdb, name, blocking.WithMaxAttempts(1))
+			defer q.Close()
+			if _, err := q.Offer(ctx, "precious"); err != nil {
+				t.Fatal(err)
+			}
+			d := receiveWithin(t, q, 2*time.Second)
+			if err := rdb.HSet(ctx, k.Meta, "max_attempts", v).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Nack(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			if n := rdb.LLen(ctx, k.DeadReady).Val(); n != 1 {
+				t.Fatalf("max_attempts %q: %d dead letters after a Nack of attempt 1 of 1, want 1", v, n)
+			}
+		})
+	}
+}
+
 // A sequence counter that INCRBY refuses (a foreign write) makes the
 // scripts that give an item of priority back fail before their first
 // write (before: reclaim, nack, release and redrive deleted the item, then

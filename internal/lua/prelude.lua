@@ -611,6 +611,20 @@ local function ready_check(kReady, kPrio, envs)
   end
 end
 
+-- max_attempts_of returns the max attempts v recorded in a queue's meta
+-- hash (HGET's reply) when it is a positive integer in decimal digits, as
+-- every process writes it, and default otherwise: none recorded, or a
+-- foreign write that tonumber would misread ('ten' is nil; 'nan' and 'inf'
+-- are never reached by an attempt, so an item would never dead-letter;
+-- '0x10' is 16, '1.5', ' 5' and '1e1' are numbers no process writes; '0'
+-- and '-3' would dead-letter every failure).
+local function max_attempts_of(v, default)
+  if v and string.match(v, '^[1-9]%d*$') then
+    return tonumber(v)
+  end
+  return tonumber(default)
+end
+
 -- seq_usable tells whether INCRBY would take the counter kSeq: it is
 -- absent or holds an integer. It reads the key without failing, whatever
 -- it holds.

@@ -2,9 +2,10 @@
 -- list (next to be received), earliest lease first, with the failed delivery
 -- counted in the envelope's attempt counter. Items that used up their
 -- attempts (max_attempts in the meta hash, or ARGV[2] when none is
--- recorded or it is no number) go to the dead letters instead, the reason
--- in their error header. An in-flight entry that is no envelope at all (see
--- is_envelope) goes to the dead letters as it is, as in receive.lua.
+-- recorded or it is no positive integer) go to the dead letters instead,
+-- the reason in their error header. An in-flight entry that is no envelope
+-- at all (see is_envelope) goes to the dead letters as it is, as in
+-- receive.lua.
 --
 -- It also gives back items stranded in the claimed list: an item a waiting
 -- consumer moved there (BLMOVE) but never leased or took, because the reply
@@ -37,8 +38,9 @@
 local now = now_ms()
 local limit = tonumber(ARGV[1])
 local tokens = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
--- A max_attempts that is no number (a foreign write) counts as none.
-local max = tonumber(redis.call('HGET', KEYS[4], 'max_attempts') or ARGV[2]) or tonumber(ARGV[2])
+-- A max_attempts that is no positive integer (a foreign write) counts as
+-- none (max_attempts_of).
+local max = max_attempts_of(redis.call('HGET', KEYS[4], 'max_attempts'), ARGV[2])
 local claimed = redis.call('LRANGE', KEYS[5], 0, limit - 1)
 local seen = redis.call('HGETALL', KEYS[6])
 ready_check(KEYS[3], KEYS[8])

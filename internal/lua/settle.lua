@@ -4,8 +4,9 @@
 -- letters. The item is dead-lettered when the caller says so or when this
 -- delivery (ARGV[5]) is the queue's last allowed attempt: max_attempts in
 -- the queue's meta hash, which every process shares, or ARGV[7] when no
--- process has recorded one (or it is no number). The failure (ARGV[3]) goes into the envelope's
--- error header; a dead letter's says which attempt of how many it was.
+-- process has recorded one (or it is no positive integer). The failure
+-- (ARGV[3]) goes into the envelope's error header; a dead letter's says
+-- which attempt of how many it was.
 --
 -- With a lease token, the lease is settled: nothing changes when it is gone
 -- (a second run after a lost reply, or a lease the reclaimer took back).
@@ -38,8 +39,9 @@
 -- changed); 1 retry scheduled; 2 retry ready at once; 3 dead-lettered.
 
 local token = ARGV[1]
--- A max_attempts that is no number (a foreign write) counts as none.
-local max = tonumber(redis.call('HGET', KEYS[7], 'max_attempts') or ARGV[7]) or tonumber(ARGV[7])
+-- A max_attempts that is no positive integer (a foreign write) counts as
+-- none (max_attempts_of).
+local max = max_attempts_of(redis.call('HGET', KEYS[7], 'max_attempts'), ARGV[7])
 local env = ARGV[2]
 if token ~= '' then
   env = redis.call('HGET', KEYS[2], token)
