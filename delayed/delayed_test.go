@@ -527,12 +527,34 @@ func TestOfferBatchChunks(t *testing.T) {
 			}
 		}
 
-		// An item pending and due first: the batch queues behind it.
-		q2, dq2 := open[int](t, rdb, redistest.QueueName(t)+"-behind", delayed.WithoutTransfer())
-		if _, err := dq2.OfferAt(ctx, -1, time.Now().Add(20*time.Millisecond)); err != nil {
-			t.Fatal(err)
+		// An item pending and due first: the batch queues behind it. -1 must
+		// be pending when it falls due; an offer that reaches Redis after
+		// its due time makes it ready at once (nothing pending is due before
+		// it), which a loaded machine can do to a short lead: then start
+		// again on a new queue with a longer one.
+		var (
+			q2    *blocking.Queue[int]
+			dq2   *delayed.Queue[int]
+			first time.Time
+		)
+		for lead := 20 * time.Millisecond; ; lead *= 2 {
+			q2, dq2 = open[int](t, rdb, redistest.QueueName(t)+"-behind", delayed.WithoutTransfer())
+			first = time.Now().Add(lead)
+			if _, err := dq2.OfferAt(ctx, -1, first); err != nil {
+				t.Fatal(err)
+			}
+			ready, err := q2.Size(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ready == 0 {
+				break
+			}
+			if lead >= 5*time.Second {
+				t.Fatalf("-1 was ready at once with a lead of %v", lead)
+			}
 		}
-		time.Sleep(60 * time.Millisecond) // due, but nobody transfers yet
+		time.Sleep(time.Until(first) + 40*time.Millisecond) // due, but nobody transfers yet
 		ids, err = dq2.OfferBatch(ctx, values, 0)
 		if err != nil || len(ids) != n {
 			t.Fatalf("OfferBatch = %d ids, %v", len(ids), err)
