@@ -190,13 +190,28 @@ func TestRemove(t *testing.T) {
 func TestDuplicateID(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		q, dq := open[string](t, rdb, redistest.QueueName(t))
-		if _, err := dq.Offer(ctx, "first", 200*time.Millisecond, delayed.WithID("order-42")); err != nil {
-			t.Fatal(err)
-		}
-		_, err := dq.Offer(ctx, "second", 100*time.Millisecond, delayed.WithID("order-42"))
-		if !errors.Is(err, delayed.ErrDuplicate) {
-			t.Fatalf("duplicate Offer = %v, want ErrDuplicate", err)
+		// The second offer must reach Redis while the first is pending:
+		// the transfer frees the ID once it moves the first. When it is
+		// accepted after the first's lead has passed (a loaded machine
+		// stalled between the offers), start again on a new queue with a
+		// longer lead; within the lead, accepting it is the library's fault.
+		var (
+			q  *blocking.Queue[string]
+			dq *delayed.Queue[string]
+		)
+		for lead := 200 * time.Millisecond; ; lead *= 2 {
+			q, dq = open[string](t, rdb, redistest.QueueName(t))
+			start := time.Now()
+			if _, err := dq.Offer(ctx, "first", lead, delayed.WithID("order-42")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := dq.Offer(ctx, "second", lead/2, delayed.WithID("order-42"))
+			if errors.Is(err, delayed.ErrDuplicate) {
+				break
+			}
+			if elapsed := time.Since(start); elapsed < lead || lead >= 5*time.Second {
+				t.Fatalf("duplicate Offer %v after the first, due %v after it = %v, want ErrDuplicate", elapsed, lead, err)
+			}
 		}
 		if v, err := q.Take(ctx); err != nil || v != "first" {
 			t.Fatalf("Take = %q, %v; want the first", v, err)
