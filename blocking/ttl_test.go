@@ -143,31 +143,56 @@ func TestTTLExpiredNeverDelivered(t *testing.T) {
 func TestTTLFromDueTimeNotMovedByRetries(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		name := redistest.QueueName(t)
-		q := blocking.New[string](rdb, name)
-		defer q.Close()
-		dq := delayed.New(q)
-		defer dq.Close()
 		// Due in 300 ms with a TTL of 200 ms: a consumer waiting gets it,
-		// although more than the TTL has passed since the offer.
-		if _, err := dq.Offer(ctx, "late but due", 300*time.Millisecond, delayed.WithID("a"), delayed.WithTTL(200*time.Millisecond)); err != nil {
-			t.Fatal(err)
-		}
-		d, err := q.Receive(ctx)
-		if err != nil {
-			t.Fatal(err)
+		// although more than the TTL has passed since the offer. A loaded
+		// machine may hand it over more than the TTL after its due time;
+		// the item then expires as it must (it is in the dead letters),
+		// and the test starts again on a new queue with the delay, the TTL
+		// and the retry's delay all doubled: the TTL stays shorter than the
+		// delay, so a deadline counted from the offer still fails the test.
+		var (
+			name string
+			q    *blocking.Queue[string]
+			d    *blocking.Delivery[string]
+			ttl  time.Duration
+		)
+		for k := time.Duration(1); ; k *= 2 {
+			delay := 300 * time.Millisecond * k
+			ttl = 200 * time.Millisecond * k
+			name = redistest.QueueName(t)
+			q = blocking.New[string](rdb, name)
+			defer q.Close()
+			dq := delayed.New(q)
+			defer dq.Close()
+			if _, err := dq.Offer(ctx, "late but due", delay, delayed.WithID("a"), delayed.WithTTL(ttl)); err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, delay+ttl+5*time.Second)
+			var err error
+			d, err = q.Receive(rctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatal(err)
+			}
+			if ids := ttlDead(t, rdb, name); !slices.Equal(ids, []string{"a"}) || k >= 8 {
+				t.Fatalf("a consumer waiting from the offer did not get the item due in %v with a TTL of %v (expired dead letters %q)", delay, ttl, ids)
+			}
+			t.Logf("the item expired before it reached the waiting consumer (TTL %v); trying again with a TTL of %v", ttl, 2*ttl)
 		}
 		if d.ID != "a" {
 			t.Fatalf("received %s", d.ID)
 		}
 		// Nacked past its deadline: the retry is not delivered.
-		if err := d.Nack(ctx, 400*time.Millisecond); err != nil {
+		if err := d.Nack(ctx, 2*ttl); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.Offer(ctx, "marker", blocking.WithID("m")); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(600 * time.Millisecond)
+		time.Sleep(3 * ttl)
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		d2, err := q.Receive(rctx)
