@@ -37,9 +37,9 @@ func ExampleNew() {
 		msg string
 		due time.Time
 	}{
-		{"third", now.Add(200 * time.Millisecond)},
+		{"third", now.Add(600 * time.Millisecond)},
 		{"first", now},
-		{"second", now.Add(100 * time.Millisecond)},
+		{"second", now.Add(300 * time.Millisecond)},
 	} {
 		if _, err := dq.OfferAt(ctx, it.msg, it.due); err != nil {
 			panic(err)
