@@ -108,10 +108,11 @@ func TestCycleCheckAllocs(t *testing.T) {
 	}
 }
 
-// benchValues are the values of BenchmarkMsgpackMarshal.
-func benchValues() []struct {
-	name  string
-	value any
+// BenchValues are the values of BenchmarkCycleCheck and, through the
+// external test package, BenchmarkMsgpackMarshal.
+func BenchValues() []struct {
+	Name  string
+	Value any
 } {
 	type order struct {
 		ID       string            `json:"id"`
@@ -127,8 +128,8 @@ func benchValues() []struct {
 		Attrs map[string]any `json:"attrs"`
 	}
 	return []struct {
-		name  string
-		value any
+		Name  string
+		Value any
 	}{
 		{"struct", order{
 			ID: "order-123456", Customer: "customer-42", Amount: 99.5,
@@ -151,11 +152,11 @@ func benchValues() []struct {
 // BenchmarkCycleCheck is what the check adds to a Marshal of each value.
 func BenchmarkCycleCheck(b *testing.B) {
 	var c cycles
-	for _, bc := range benchValues() {
-		b.Run(bc.name, func(b *testing.B) {
+	for _, bc := range BenchValues() {
+		b.Run(bc.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := c.check(bc.value); err != nil {
+				if err := c.check(bc.Value); err != nil {
 					b.Fatal(err)
 				}
 			}

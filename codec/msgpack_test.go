@@ -126,43 +126,13 @@ func BenchmarkMsgpackUnmarshal(b *testing.B) {
 	}
 }
 
-// benchEvent is a message with a free-form part: its type can hold a cycle
-// (through the map of any), so its values are checked for one.
-type benchEvent struct {
-	ID    string         `json:"id"`
-	Kind  string         `json:"kind"`
-	Attrs map[string]any `json:"attrs"`
-}
-
-// marshalCases are the values of BenchmarkMsgpackMarshal.
-var marshalCases = []struct {
-	name  string
-	value any
-}{
-	{"struct", benchOrder{
-		ID: "order-123456", Customer: "customer-42", Amount: 99.5,
-		Items: []int64{1, 2, 3, 4, 5, 6, 7, 8}, Tags: map[string]string{"region": "eu", "tier": "gold"},
-		At: time.Unix(1700000000, 0).UTC(),
-	}},
-	{"string", "a short text message"},
-	{"1KiB bytes", make([]byte, 1024)},
-	{"100 ints", make([]int64, 100)},
-	{"map of any", map[string]any{
-		"user": "u-42", "count": 3, "ok": true, "ratio": 0.5,
-		"tags": []any{"a", "b"}, "nested": map[string]any{"k": "v"},
-	}},
-	{"struct with any", benchEvent{ID: "evt-1", Kind: "click", Attrs: map[string]any{
-		"x": 10, "y": 20, "target": "button", "path": []any{"body", "div", "button"},
-	}}},
-}
-
 func BenchmarkMsgpackMarshal(b *testing.B) {
 	c := codec.Msgpack()
-	for _, bc := range marshalCases {
-		b.Run(bc.name, func(b *testing.B) {
+	for _, bc := range codec.BenchValues() {
+		b.Run(bc.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.Marshal(bc.value); err != nil {
+				if _, err := c.Marshal(bc.Value); err != nil {
 					b.Fatal(err)
 				}
 			}
