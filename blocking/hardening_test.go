@@ -594,7 +594,12 @@ func TestWaitingReceiversCostNoWrites(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 	redistest.WaitFor(t, 10*time.Second, "all waiting", func() bool { return infoInt(t, rdb, "clients", "blocked_clients") >= waiters })
-	time.Sleep(100 * time.Millisecond) // let the transfer's first run finish
+	// The transfer's first run ends with the queue's entry in the registry
+	// of queues (a write, and a script call before it): the baselines are
+	// read after it, however long a loaded machine makes it take.
+	redistest.WaitFor(t, 10*time.Second, "the transfer's first run", func() bool {
+		return rdb.ZScore(context.Background(), keys.Registry, name).Err() == nil
+	})
 	aof := infoInt(t, rdb, "persistence", "aof_current_size")
 	evals := commandCalls(t, rdb, "evalsha")
 	// Each waiter blocks at most half a second at a time: this spans
