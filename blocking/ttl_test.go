@@ -82,6 +82,12 @@ func TestTTLExpiredNeverDelivered(t *testing.T) {
 				mustOffer("k1", "in time", blocking.WithTTL(time.Hour))
 				mustOffer("k2", "no ttl")
 				time.Sleep(150 * time.Millisecond)
+				// x3 must be out of the delayed set before anyone consumes
+				// (a loaded machine can hold the transfer back longer).
+				redistest.WaitFor(t, 10*time.Second, "x3 transferred", func() bool {
+					n, err := dq.Size(ctx)
+					return err == nil && n == 0
+				})
 
 				var got []string
 				switch how {
