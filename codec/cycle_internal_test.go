@@ -108,20 +108,23 @@ func TestCycleCheckAllocs(t *testing.T) {
 	}
 }
 
+// BenchOrder is a typical message: a few fields, a short list, a map.
+// The external test package's Unmarshal benchmark uses it too.
+type BenchOrder struct {
+	ID       string            `json:"id"`
+	Customer string            `json:"customer"`
+	Amount   float64           `json:"amount"`
+	Items    []int64           `json:"items"`
+	Tags     map[string]string `json:"tags"`
+	At       time.Time         `json:"at"`
+}
+
 // BenchValues are the values of BenchmarkCycleCheck and, through the
 // external test package, BenchmarkMsgpackMarshal.
 func BenchValues() []struct {
 	Name  string
 	Value any
 } {
-	type order struct {
-		ID       string            `json:"id"`
-		Customer string            `json:"customer"`
-		Amount   float64           `json:"amount"`
-		Items    []int64           `json:"items"`
-		Tags     map[string]string `json:"tags"`
-		At       time.Time         `json:"at"`
-	}
 	type event struct {
 		ID    string         `json:"id"`
 		Kind  string         `json:"kind"`
@@ -131,7 +134,7 @@ func BenchValues() []struct {
 		Name  string
 		Value any
 	}{
-		{"struct", order{
+		{"struct", BenchOrder{
 			ID: "order-123456", Customer: "customer-42", Amount: 99.5,
 			Items: []int64{1, 2, 3, 4, 5, 6, 7, 8}, Tags: map[string]string{"region": "eu", "tier": "gold"},
 			At: time.Unix(1700000000, 0).UTC(),

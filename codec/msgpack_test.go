@@ -85,16 +85,6 @@ func TestMsgpackRoundTrip(t *testing.T) {
 	}
 }
 
-// benchOrder is a typical message: a few fields, a short list, a map.
-type benchOrder struct {
-	ID       string            `json:"id"`
-	Customer string            `json:"customer"`
-	Amount   float64           `json:"amount"`
-	Items    []int64           `json:"items"`
-	Tags     map[string]string `json:"tags"`
-	At       time.Time         `json:"at"`
-}
-
 func BenchmarkMsgpackUnmarshal(b *testing.B) {
 	c := codec.Msgpack()
 	for _, bc := range []struct {
@@ -102,11 +92,11 @@ func BenchmarkMsgpackUnmarshal(b *testing.B) {
 		value any
 		into  func() any
 	}{
-		{"struct", benchOrder{
+		{"struct", codec.BenchOrder{
 			ID: "order-123456", Customer: "customer-42", Amount: 99.5,
 			Items: []int64{1, 2, 3, 4, 5, 6, 7, 8}, Tags: map[string]string{"region": "eu", "tier": "gold"},
 			At: time.Unix(1700000000, 0).UTC(),
-		}, func() any { return new(benchOrder) }},
+		}, func() any { return new(codec.BenchOrder) }},
 		{"string", "a short text message", func() any { return new(string) }},
 		{"1KiB bytes", make([]byte, 1024), func() any { return new([]byte) }},
 		{"100 ints", make([]int64, 100), func() any { return new([]int64) }},
