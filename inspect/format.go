@@ -16,7 +16,7 @@ const maxJSONDepth = 100
 
 // JSONText is a value written as JSON text by [FormatJSON].
 type JSONText struct {
-	// Text is the JSON text. It is valid JSON unless Long.
+	// Text is the JSON text: valid JSON when nothing was cut (Cut).
 	Text string
 	// Deep: arrays and objects nested more than 100 levels deep are
 	// written as […] and {…}.
