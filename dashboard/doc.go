@@ -19,10 +19,14 @@
 //   - A queue: a tab per state with its count, one page of the items in the
 //     tab's state (ID, due or lease time, enqueued time, attempt, priority,
 //     last error from the header redelay-error, and the value as indented
-//     JSON, or why it could not be decoded), the actions on each item and on
-//     the queue, and a form to jump to an item by ID.
-//   - An item: every field, its headers, its value, its stored bytes, and
-//     the actions that apply to its state.
+//     JSON cut at 2000 bytes, or why it could not be decoded), the actions
+//     on each item and on the queue, and a form to jump to an item by ID.
+//   - An item: every field, its headers, its value, its stored bytes (the
+//     first 4 KiB), and the actions that apply to its state. The value's
+//     text stops at 256 KiB, and arrays and objects nested more than 100
+//     levels deep are shown as […] and {…} (see inspect.FormatJSON); the
+//     page says when either happened, so that a small payload nested or
+//     indented into a huge text costs a bounded page.
 //   - A queue's recurring schedules: name, spec, next and last tick.
 //
 // # Mounting behind authentication

@@ -1,12 +1,9 @@
 package dashboard
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"html/template"
-	"math"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -61,73 +58,33 @@ func formatDuration(d time.Duration) string {
 }
 
 // maxListedPayload bounds the text of a payload in a list of items, in
-// bytes; the item's page shows all of it.
+// bytes.
 const maxListedPayload = 2000
+
+// maxItemPayload bounds the text of a payload on an item's page, in
+// bytes: the page of a value whose text is longer says so, and shows its
+// stored bytes.
+const maxItemPayload = 256 << 10
 
 // maxRawShown bounds the raw bytes an item's page shows, in bytes.
 const maxRawShown = 4096
 
 // payloadText is what the dashboard shows of an item's value: its
-// generic decoding as indented JSON, or why it could not be decoded
-// (failed is true then).
-func payloadText(it inspect.Item) (text string, failed bool) {
+// generic decoding as indented JSON of at most max bytes (see
+// inspect.FormatJSON) and what that leaves out (cut, "" when nothing), or
+// why it could not be decoded (failed is true then).
+func payloadText(it inspect.Item, max int) (text, cut string, failed bool) {
 	if it.DecodeError != "" {
-		return "cannot decode: " + it.DecodeError, true
+		return "cannot decode: " + it.DecodeError, "", true
 	}
 	if it.Value == nil {
 		if len(it.Payload) > 1 && !utf8.Valid(it.Payload) {
-			return fmt.Sprintf("(%d bytes of binary data)", len(it.Payload)), false
+			return fmt.Sprintf("(%d bytes of binary data)", len(it.Payload)), "", false
 		}
-		return "null", false
+		return "null", "", false
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // the templates escape; \u003c would only hinder reading
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(jsonable(it.Value)); err != nil {
-		return fmt.Sprintf("%v", it.Value), false
-	}
-	return string(bytes.TrimRight(buf.Bytes(), "\n")), false
-}
-
-// jsonable returns v with what JSON cannot hold (NaN and infinite numbers)
-// written as strings, copying the maps and slices that held any.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Sprint(x)
-		}
-	case float32:
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Sprint(x)
-		}
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = jsonable(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = jsonable(e)
-		}
-		return s
-	}
-	return v
-}
-
-// truncate cuts s to at most n bytes, on a character boundary, saying so.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n… (%d more bytes: open the item)", len(s)-cut)
+	t := inspect.FormatJSON(it.Value, "  ", max) // the templates escape it
+	return t.Text, t.Note(), false
 }
 
 // header is one of an item's headers.

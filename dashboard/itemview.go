@@ -12,6 +12,7 @@ type itemView struct {
 	URL           string // the item's page; "" for bytes that have no ID
 	LastError     string // the header redelay-error
 	PayloadText   string // the value as JSON, or why it could not be decoded
+	PayloadCut    string // what PayloadText leaves out of the value; "" when nothing
 	PayloadFailed bool
 	CSRF          string
 	Acts          *itemActs // nil when read-only or the item has no ID
@@ -27,14 +28,15 @@ type itemActs struct {
 }
 
 // newItemView returns the view of it, an item of queue. back is the page
-// its actions return to; full keeps the whole payload (an item's page),
-// else it is cut to fit a list.
+// its actions return to; full shows more of the payload (an item's page)
+// than fits a list.
 func (h *handler) newItemView(l links, queue string, it inspect.Item, back target, csrf string, full bool) itemView {
 	v := itemView{Item: it, Queue: queue, LastError: it.Headers[blocking.HeaderError], CSRF: csrf}
-	v.PayloadText, v.PayloadFailed = payloadText(it)
-	if !full {
-		v.PayloadText = truncate(v.PayloadText, maxListedPayload)
+	max := maxListedPayload
+	if full {
+		max = maxItemPayload
 	}
+	v.PayloadText, v.PayloadCut, v.PayloadFailed = payloadText(it, max)
 	if it.ID == "" {
 		return v
 	}

@@ -45,7 +45,15 @@
 // recorded yet, bytes the codec refuses), Value is nil and
 // [Item.DecodeError] says why; bytes that are no envelope at all (possible
 // in the ready list and the dead letters) come back as an Item with an
-// empty ID and the bytes in Payload.
+// empty ID and the bytes in Payload. A msgpack or JSON value whose arrays
+// and objects nest more than 1000 levels deep is not decoded either
+// (DecodeError says so): no program means to send one, and its decoding
+// and its text cost more with every level.
+//
+// [FormatJSON] writes a Value as JSON text for people and tools, bounded:
+// at most a given number of bytes, and 100 levels of nesting, saying what
+// it left out. The dashboard and the command-line client show values
+// with it.
 //
 // # Cost and consistency
 //

@@ -35,7 +35,11 @@ func cannotDecode(why string) decoder {
 }
 
 // decodeJSON decodes with encoding/json into any: numbers are float64.
+// A value nested deeper than maxValueDepth is not decoded.
 func decodeJSON(payload []byte) (any, string) {
+	if err := checkJSONDepth(payload); err != nil {
+		return nil, "json: " + err.Error()
+	}
 	var v any
 	if err := json.Unmarshal(payload, &v); err != nil {
 		return nil, "json: " + err.Error()
@@ -52,18 +56,15 @@ func decodeRaw(payload []byte) (any, string) {
 }
 
 // decodeMsgpack decodes one msgpack value into maps with string keys,
-// slices and scalars, integers as int64 (uint64 above math.MaxInt64).
+// slices and scalars, integers as int64 (uint64 above math.MaxInt64). A
+// value nested deeper than maxValueDepth is not decoded.
 func decodeMsgpack(payload []byte) (any, string) {
-	r := bytes.NewReader(payload)
-	dec := msgpack.NewDecoder(r)
 	// The walk first: msgpack makes a slice of the length an array header
-	// claims before reading its elements (2^32-1 from 5 corrupt bytes, a
-	// fatal out of memory); Skip fails when a length claims more than the
-	// bytes present (see codec.Msgpack).
-	if err := dec.Skip(); err != nil {
+	// claims before reading its elements, and recurses once per level.
+	if _, err := walkMsgpack(payload); err != nil {
 		return nil, "msgpack: " + err.Error()
 	}
-	r.Reset(payload)
+	dec := msgpack.NewDecoder(bytes.NewReader(payload))
 	dec.SetMapDecoder(decodeMsgpackMap)
 	v, err := dec.DecodeInterface()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -41,7 +42,8 @@ type itemJSON struct {
 	Expired       bool              `json:"expired"`
 	Headers       map[string]string `json:"headers"`
 	Error         string            `json:"error,omitempty"` // the redelay-error header
-	Value         any               `json:"value"`
+	Value         json.RawMessage   `json:"value"`
+	ValueCut      string            `json:"value_cut,omitempty"` // why value is null though the payload decoded
 	DecodeError   string            `json:"decode_error,omitempty"`
 	PayloadBase64 []byte            `json:"payload_base64"`
 }
@@ -56,6 +58,7 @@ func newItemJSON(it inspect.Item) itemJSON {
 	if p == nil {
 		p = []byte{}
 	}
+	value, cut := jsonValue(it)
 	return itemJSON{
 		ID:            it.ID,
 		IDBase64:      idBase64(it.ID),
@@ -68,7 +71,8 @@ func newItemJSON(it inspect.Item) itemJSON {
 		Expired:       it.Expired,
 		Headers:       h,
 		Error:         it.Headers[blocking.HeaderError],
-		Value:         jsonValue(it.Value),
+		Value:         value,
+		ValueCut:      cut,
 		DecodeError:   it.DecodeError,
 		PayloadBase64: p,
 	}
@@ -131,7 +135,8 @@ first bytes when it cannot be decoded). Times are in the local time zone.
 ID's bytes, when they are not UTF-8), state, attempt,
 priority, enqueued_at, due_at, lease_deadline (RFC 3339, omitted when not set),
 expired, headers, error, value (the payload decoded; null when it cannot be,
-and decode_error says why) and payload_base64.`,
+and decode_error says why, or when its text would be cut as get cuts it, and
+value_cut says why) and payload_base64.`,
 		Args:              exactArgs("QUEUE"),
 		ValidArgsFunction: a.completeQueue,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
@@ -207,7 +212,11 @@ func (a *app) getCommand() *cobra.Command {
 		Long: `Show the item of QUEUE with this ID, wherever it is (delayed, retry, ready,
 inflight or dead), with every field: its headers (redelay-error holds the last
 failure) and its value decoded as indented JSON; when the value cannot be
-decoded, why, and the payload's size and first bytes.
+decoded, why, and the payload's size and first bytes. The value's text stops
+at 256 KiB or 8 times the payload's size, whichever is more, and arrays and
+objects nested more than 100 levels deep are shown as […] and {…}; a line
+after the value says what was cut. The inspector does not decode values
+nested more than 1000 levels deep.
 
 -o json prints the item as ls -o json does.`,
 		Args:              exactArgs("QUEUE", "ID"),
@@ -263,9 +272,18 @@ func writeItem(w io.Writer, queue string, it inspect.Item) error {
 	if err := t.Flush(); err != nil {
 		return err
 	}
-	if v, ok := prettyValue(it); ok {
-		_, err := fmt.Fprintf(w, "VALUE\n%s\n", safeLines(v))
-		return err
+	if v, cut, ok := prettyValue(it); ok {
+		if _, err := io.WriteString(w, "VALUE\n"); err != nil {
+			return err
+		}
+		if err := writeSafeLines(w, v); err != nil {
+			return err
+		}
+		if cut != "" {
+			_, err := fmt.Fprintf(w, "(the value is cut: %s; -o json has its stored bytes)\n", cut)
+			return err
+		}
+		return nil
 	}
 	_, err := fmt.Fprintf(w, "RAW %s\n", rawSummary(it))
 	return err

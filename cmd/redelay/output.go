@@ -150,6 +150,20 @@ func safeLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// writeSafeLines writes s, text of several lines, to w as safeLines
+// returns it, and a newline, a line at a time.
+func writeSafeLines(w io.Writer, s string) error {
+	for line := range strings.SplitSeq(s, "\n") {
+		if _, err := io.WriteString(w, safeText(line)); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // isTerminal reports whether w is a terminal, where output may be
 // redrawn in place.
 func isTerminal(w io.Writer) bool {

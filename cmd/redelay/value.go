@@ -4,8 +4,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"unicode"
 	"unicode/utf8"
 
@@ -16,65 +14,51 @@ import (
 // are shown, in hex or as text.
 const rawPreview = 32
 
-// jsonValue returns v, a value decoded by the inspector, in a form
-// encoding/json accepts: floats that JSON cannot hold (NaN, ±Inf) become
-// the strings "NaN", "+Inf" and "-Inf". []byte stays []byte (base64 in
-// JSON), times stay times (RFC 3339).
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case float64:
-		return jsonFloat(x)
-	case float32:
-		return jsonFloat(float64(x))
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonValue(e)
-		}
-		return out
-	default:
-		return v
-	}
+// minValueText is the least of a value's text that get and -o json
+// show; see valueBudget.
+const minValueText = 256 << 10
+
+// valueBudget bounds the text of the item's value in get and -o json, in
+// bytes: 8 times its payload's size, at least minValueText. A value of
+// ordinary data fits (its indented JSON is a few times its msgpack); a
+// small payload nested or indented into a huge text is cut there.
+func valueBudget(it inspect.Item) int {
+	return max(minValueText, 8*len(it.Payload))
 }
 
-// jsonFloat returns f, or its name when JSON cannot hold it.
-func jsonFloat(f float64) any {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	}
-	return f
-}
-
-// compactValue returns the item's value as compact JSON for a table row;
-// when it has none, a summary of its raw bytes.
+// compactValue returns the item's value as compact JSON for a table row,
+// cut at a few times the width of the row's cell; when it has none, a
+// summary of its raw bytes.
 func compactValue(it inspect.Item) string {
 	if it.Value == nil {
 		return rawSummary(it)
 	}
-	b, err := json.Marshal(jsonValue(it.Value))
-	if err != nil {
-		return fmt.Sprint(it.Value)
-	}
-	return string(b)
+	return inspect.FormatJSON(it.Value, "", 4*payloadWidth).Text
 }
 
-// prettyValue returns the item's value as indented JSON, and false when
-// it has no value to show (see rawSummary).
-func prettyValue(it inspect.Item) (string, bool) {
+// prettyValue returns the item's value as indented JSON (see
+// valueBudget) and what it leaves out of the value ("" when nothing), or
+// false when the item has no value to show (see rawSummary).
+func prettyValue(it inspect.Item) (text, cut string, ok bool) {
 	if it.Value == nil {
-		return "", false
+		return "", "", false
 	}
-	b, err := json.MarshalIndent(jsonValue(it.Value), "", "  ")
-	if err != nil {
-		return fmt.Sprint(it.Value), true
+	t := inspect.FormatJSON(it.Value, "  ", valueBudget(it))
+	return t.Text, t.Note(), true
+}
+
+// jsonValue returns the item's value for the value field of -o json: its
+// JSON, or nil (null) when it has none or when its text is cut (see
+// valueBudget), and then cut says what was left out.
+func jsonValue(it inspect.Item) (v json.RawMessage, cut string) {
+	if it.Value == nil {
+		return nil, ""
 	}
-	return string(b), true
+	t := inspect.FormatJSON(it.Value, "  ", valueBudget(it))
+	if t.Cut() {
+		return nil, t.Note()
+	}
+	return json.RawMessage(t.Text), ""
 }
 
 // rawSummary describes a payload that has no decoded value: its size and

@@ -3,20 +3,36 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/redelay/redelay/inspect"
+	"github.com/redelay/redelay/internal/redistest"
 )
 
-// Values JSON cannot hold are shown by name, not dropped.
+// Values JSON cannot hold are shown by name, not dropped; a value whose
+// text is cut is null, and says why.
 func TestJSONValue(t *testing.T) {
 	v := map[string]any{"nan": math.NaN(), "inf": []any{math.Inf(1), float32(math.Inf(-1))}, "n": 1.5, "b": []byte("hi")}
-	b, err := json.Marshal(jsonValue(v))
-	if err != nil {
-		t.Fatal(err)
+	raw, cut := jsonValue(inspect.Item{Value: v, Payload: []byte("stored")})
+	b, err := json.Marshal(raw)
+	if err != nil || cut != "" {
+		t.Fatal(err, cut)
 	}
 	if want := `{"b":"aGk=","inf":["+Inf","-Inf"],"n":1.5,"nan":"NaN"}`; string(b) != want {
 		t.Fatalf("got %s, want %s", b, want)
+	}
+	raw, cut = jsonValue(inspect.Item{Value: redistest.Nested(101, 1), Payload: []byte("stored")})
+	if raw != nil || !strings.Contains(cut, "nested deeper than 100 levels") {
+		t.Fatalf("a value nested 101 levels deep: %s, %q", raw, cut)
+	}
+	raw, cut = jsonValue(inspect.Item{Value: strings.Repeat("x", 8000), Payload: make([]byte, 1000)})
+	if len(raw) != 8002 || cut != "" {
+		t.Fatalf("a string of 8,000 bytes from 1,000: %d bytes, %q", len(raw), cut)
+	}
+	raw, cut = jsonValue(inspect.Item{Value: strings.Repeat("x", minValueText), Payload: make([]byte, 1000)})
+	if raw != nil || cut != "cut at 256 KiB" {
+		t.Fatalf("a string of 256 KiB from 1,000 bytes: %d bytes, %q", len(raw), cut)
 	}
 }
 

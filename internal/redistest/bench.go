@@ -1,9 +1,6 @@
 package redistest
 
 import (
-	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,28 +50,7 @@ type CommandStat struct {
 // case, as "evalsha") from INFO commandstats of the server rdb talks to.
 func ReadCommandStat(tb testing.TB, rdb *redis.Client, cmd string) CommandStat {
 	tb.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var st CommandStat
-	prefix := "cmdstat_" + cmd + ":"
-	for line := range strings.SplitSeq(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
-		if !ok {
-			continue
-		}
-		for field := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			switch k {
-			case "calls":
-				st.Calls, _ = strconv.ParseInt(v, 10, 64)
-			case "usec":
-				st.Usec, _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
-	}
-	return st
+	return ReadCommandStats(tb, rdb)[cmd]
 }
 
 // PerCall is the server's mean time per call, µs.
