@@ -53,17 +53,25 @@ type CommandStat struct {
 // case, as "evalsha") from INFO commandstats of the server rdb talks to.
 func ReadCommandStat(tb testing.TB, rdb *redis.Client, cmd string) CommandStat {
 	tb.Helper()
+	return ReadCommandStats(tb, rdb)[cmd]
+}
+
+// ReadCommandStats reads every command's line of INFO commandstats of the
+// server rdb talks to, by command name (lower case, as "evalsha").
+func ReadCommandStats(tb testing.TB, rdb *redis.Client) map[string]CommandStat {
+	tb.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var st CommandStat
-	prefix := "cmdstat_" + cmd + ":"
+	all := map[string]CommandStat{}
 	for line := range strings.SplitSeq(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_")
 		if !ok {
 			continue
 		}
+		cmd, rest, _ := strings.Cut(rest, ":")
+		var st CommandStat
 		for field := range strings.SplitSeq(rest, ",") {
 			k, v, _ := strings.Cut(field, "=")
 			switch k {
@@ -73,8 +81,23 @@ func ReadCommandStat(tb testing.TB, rdb *redis.Client, cmd string) CommandStat {
 				st.Usec, _ = strconv.ParseInt(v, 10, 64)
 			}
 		}
+		all[cmd] = st
 	}
-	return st
+	return all
+}
+
+// CommandCalls is the number of calls of each command between two reads
+// of ReadCommandStats, and their sum; commands not called are left out.
+func CommandCalls(before, after map[string]CommandStat) (map[string]int64, int64) {
+	calls := map[string]int64{}
+	var sum int64
+	for cmd, st := range after {
+		if n := st.Calls - before[cmd].Calls; n > 0 {
+			calls[cmd] = n
+			sum += n
+		}
+	}
+	return calls, sum
 }
 
 // PerCall is the server's mean time per call, µs.
