@@ -213,6 +213,55 @@ func TestGlobalConcurrency(t *testing.T) {
 	})
 }
 
+// Consumers waiting for a share of WithGlobalConcurrency do not poll: with
+// the limit held by handlers that do not return and items ready, three
+// processes of four handlers each make a few script calls and blocking
+// waits a second (their bounded waits for a share, the transfer's sweep,
+// the reclaimer, the lease extensions), not a loop's hundreds. A count on
+// a server of the test's own, not a timing.
+func TestGlobalConcurrencyWaitersDoNotPoll(t *testing.T) {
+	srv := redistest.StartServer(t)
+	name := redistest.QueueName(t)
+	const limit, seconds = 2, 3
+	var qs []*blocking.Queue[int]
+	for range 3 {
+		q := blocking.New[int](srv.Client(t), name)
+		t.Cleanup(func() { _ = q.Close() })
+		qs = append(qs, q)
+	}
+	limFill(t, qs[0], 20)
+	var running atomic.Int64
+	release := make(chan struct{})
+	stop := limProcesses(t, qs, func(_ context.Context, d *blocking.Delivery[int]) error {
+		running.Add(1)
+		<-release
+		return nil
+	}, blocking.WithGlobalConcurrency(limit), blocking.WithConcurrency(4))
+	defer stop()
+	defer close(release)
+	redistest.WaitFor(t, 10*time.Second, "the limit in use", func() bool { return running.Load() == limit })
+	// The start-up work (registry, first transfer runs) is over in a second.
+	time.Sleep(time.Second)
+	admin := srv.Client(t)
+	before := redistest.ReadCommandStats(t, admin)
+	time.Sleep(seconds * time.Second)
+	after := redistest.ReadCommandStats(t, admin)
+	calls, _ := redistest.CommandCalls(before, after)
+	// Scripts and blocking waits are sent by clients only (the counts of
+	// other commands include those the scripts run).
+	sent := calls["evalsha"] + calls["eval"] + calls["blpop"] + calls["blmove"]
+	t.Logf("%d script calls and blocking waits in %d s while waiting for a share (all commands, scripts' included: %v)", sent, seconds, calls)
+	if running.Load() != limit {
+		t.Fatalf("%d handlers running, limit %d", running.Load(), limit)
+	}
+	// A waiter that polled would call the receive script hundreds of times
+	// a second; the 3 processes' bounded waits, lease extensions, transfer
+	// sweeps and reclaimers make about 30.
+	if perSec := float64(sent) / seconds; perSec > 60 {
+		t.Errorf("%.0f script calls and waits per second while consumers wait for a share of the limit: polling?", perSec)
+	}
+}
+
 // A process that dies holding every lease the limit allows does not stop
 // the fleet: its share comes back when its leases expire.
 func TestGlobalConcurrencyCrashedShareReturns(t *testing.T) {

@@ -66,8 +66,60 @@ func TestPartitionsRecorded(t *testing.T) {
 	})
 }
 
-// TestPartitionOneIsTodaysLayout: a queue of one partition writes no
-// partition count and no key of another partition.
+// TestPartitionsRefusedOnQueueUsedWithout: a queue used without
+// partitions refuses a process that opens it with some, from its first
+// call, naming both numbers: when the first process recorded its layout,
+// when it left the queue empty, and when the queue holds items but no
+// record (written before layouts were recorded).
+func TestPartitionsRefusedOnQueueUsedWithout(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name   string
+			offers int
+			forget bool // delete the record, as a queue written before it existed
+		}{{"items", 8, false}, {"empty", 0, false}, {"items-no-record", 8, true}} {
+			t.Run(tc.name, func(t *testing.T) {
+				name := redistest.QueueName(t)
+				plain := blocking.New[int](rdb, name)
+				t.Cleanup(func() { _ = plain.Close() })
+				if _, err := plain.Size(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for i := range tc.offers {
+					if _, err := plain.Offer(ctx, i, blocking.WithID("id-"+strconv.Itoa(i))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.forget {
+					if err := rdb.HDel(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				parted := blocking.New[int](rdb, name, blocking.WithPartitions(4))
+				t.Cleanup(func() { _ = parted.Close() })
+				_, err := parted.Offer(ctx, 99, blocking.WithID("new"))
+				if !errors.Is(err, blocking.ErrInvalidQueue) || !strings.Contains(err.Error(), "has 1 partitions") ||
+					!strings.Contains(err.Error(), "WithPartitions") || !strings.Contains(err.Error(), "with 4") {
+					t.Fatalf("first Offer of a process WithPartitions(4) = %v; want ErrInvalidQueue naming 1 and 4", err)
+				}
+				if _, err := parted.Size(ctx); !errors.Is(err, blocking.ErrInvalidQueue) {
+					t.Fatalf("Size after the refusal = %v", err)
+				}
+				// The queue is as the first process left it.
+				if _, err := plain.Offer(ctx, 99, blocking.WithID("new")); err != nil {
+					t.Fatalf("Offer of the plain process = %v", err)
+				}
+				if n, err := plain.Size(ctx); err != nil || n != int64(tc.offers+1) {
+					t.Fatalf("Size = %d, %v; want %d", n, err, tc.offers+1)
+				}
+			})
+		}
+	})
+}
+
+// TestPartitionOneIsTodaysLayout: a queue of one partition records its
+// count, 1, and writes no key of another partition.
 func TestPartitionOneIsTodaysLayout(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Standalone(t)
@@ -80,8 +132,8 @@ func TestPartitionOneIsTodaysLayout(t *testing.T) {
 	if _, err := q.Take(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := rdb.HExists(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Result(); ok {
-		t.Fatal("a queue of one partition recorded a partition count")
+	if got, err := rdb.HGet(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Result(); err != nil || got != "1" {
+		t.Fatalf("recorded partitions = %q, %v; want 1", got, err)
 	}
 	if ks, _ := rdb.Keys(ctx, "redelay:{"+name+"{*").Result(); len(ks) != 0 {
 		t.Fatalf("keys of other partitions: %v", ks)

@@ -182,7 +182,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 // while Redis cannot be reached, until ctx ends.
 func partitions(ctx context.Context, q *store.Queue, log *slog.Logger) (int, error) {
 	for failures := 1; ; failures++ {
-		n, err := q.Partitions(ctx, 1) // n = 1 records nothing
+		n, err := q.RecordedPartitions(ctx)
 		if err == nil {
 			return n, nil
 		}

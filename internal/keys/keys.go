@@ -64,8 +64,9 @@ const (
 	MetaMaxAttempts = "max_attempts"
 	MetaPaused      = "paused"
 	MetaCodec       = "codec"
-	// MetaPartitions, in partition 0's meta hash only, is the number of
-	// partitions of a queue opened with more than one (absent: one).
+	// MetaPartitions, in partition 0's meta hash only, is the queue's
+	// number of partitions, recorded by the first process that opened it
+	// (absent in a queue no process of this version opened: one).
 	MetaPartitions = "partitions"
 )
 

@@ -114,3 +114,17 @@ func (l *CommandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // KEYS and SCAN, whose cost grows with every key of the database.
 // HSCAN, SSCAN and ZSCAN walk one key the call names and are not such.
 func ScansKeyspace(name string) bool { return name == "keys" || name == "scan" }
+
+// CommandCalls is the number of calls of each command between two reads
+// of ReadCommandStats, and their sum; commands not called are left out.
+func CommandCalls(before, after map[string]CommandStat) (map[string]int64, int64) {
+	calls := map[string]int64{}
+	var sum int64
+	for cmd, st := range after {
+		if n := st.Calls - before[cmd].Calls; n > 0 {
+			calls[cmd] = n
+			sum += n
+		}
+	}
+	return calls, sum
+}

@@ -273,41 +273,6 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	return statsOf(res)
 }
 
-// StatsPartitions is Stats, and the number of partitions recorded in the
-// meta hash meta (1 when none is), read in the same round trip.
-func (q *Queue) StatsPartitions(ctx context.Context, meta string) (Stats, int, error) {
-	k := q.K
-	var parts *redis.StringCmd
-	var st *redis.Cmd
-	_, _ = q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		parts = p.HGet(ctx, meta, keys.MetaPartitions)
-		st = lua.Stats.EvalSha(ctx, p, []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio})
-		return nil
-	})
-	n := 1
-	switch err := parts.Err(); {
-	case errors.Is(err, redis.Nil):
-	case err != nil:
-		return Stats{}, 0, err
-	default:
-		v, err := strconv.Atoi(parts.Val())
-		if err != nil || v < 1 {
-			return Stats{}, 0, fmt.Errorf("field %s of %s: %q is no number of partitions", keys.MetaPartitions, meta, parts.Val())
-		}
-		n = v
-	}
-	if err := st.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		s, err := q.Stats(ctx)
-		return s, n, err
-	}
-	res, err := st.Int64Slice()
-	if err != nil {
-		return Stats{}, 0, err
-	}
-	s, err := statsOf(res)
-	return s, n, err
-}
-
 // statsOf reads the reply of stats.lua.
 func statsOf(res []int64) (Stats, error) {
 	if len(res) != 9 {

@@ -8,19 +8,29 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/lua"
 )
 
 // Partitions records n as the queue's number of partitions in its meta
 // hash unless one is recorded already, and returns the recorded number
-// (1 when none is). n <= 1 records nothing: a queue of one partition keeps
-// the layout it always had, and pays one HGET. Plain commands, not a
-// pipeline: go-redis keeps pipelines on connections of their own.
+// (partitions.lua). A queue of one partition records 1, so that a process
+// opening it with more is refused whichever process comes first; a queue
+// that holds keys but no record (used before the record existed) is
+// recorded as 1.
 func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
-	if n > 1 {
-		if err := q.c.rdb.HSetNX(ctx, q.K.Meta, keys.MetaPartitions, n).Err(); err != nil {
-			return 0, err
-		}
+	k := q.K
+	got, err := q.c.eval(ctx, lua.Partitions, []string{k.Meta, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready,
+		k.Prio, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Schedules}, n).Text()
+	if err != nil {
+		return 0, err
 	}
+	return q.partitionsOf(got)
+}
+
+// RecordedPartitions reads the queue's number of partitions from its meta
+// hash (1 when none is recorded) and records nothing: for a process that
+// follows the queue's layout rather than opening it with one.
+func (q *Queue) RecordedPartitions(ctx context.Context) (int, error) {
 	got, err := q.c.rdb.HGet(ctx, q.K.Meta, keys.MetaPartitions).Result()
 	if errors.Is(err, redis.Nil) {
 		return 1, nil
@@ -28,9 +38,14 @@ func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return q.partitionsOf(got)
+}
+
+// partitionsOf parses a recorded number of partitions.
+func (q *Queue) partitionsOf(got string) (int, error) {
 	v, err := strconv.Atoi(got)
-	if err != nil || v < 1 {
-		return 0, errors.New("field " + keys.MetaPartitions + " of " + q.K.Meta + " is not a positive number: " + strconv.Quote(got))
+	if err != nil || v < 1 || v > keys.MaxPartitions {
+		return 0, errors.New("field " + keys.MetaPartitions + " of " + q.K.Meta + " is no number of partitions: " + strconv.Quote(got))
 	}
 	return v, nil
 }
