@@ -47,9 +47,12 @@ type scheduleOptions struct {
 
 // WithTimeZone evaluates the spec in loc (default UTC, whatever the
 // process's local zone): a location from time.LoadLocation with an IANA
-// name, stored by that name so that every process reads the same zone
-// (time.Local and time.FixedZone are refused with ErrInvalidArgument). A
-// spec that starts with CRON_TZ= names its own zone, which wins.
+// name, stored by that name so that every process reads the same zone.
+// time.Local is refused with ErrInvalidArgument, and so is a
+// time.FixedZone, unless the zone of its name has its offset at every
+// instant from a year ago to ten years ahead (time.FixedZone("UTC", 0)):
+// stored by name, it would be that zone. A spec that starts with CRON_TZ=
+// names its own zone, which wins.
 //
 // In a zone with daylight saving, ticks follow robfig/cron: a wall time
 // that occurs twice when the clocks go back fires twice, an hour apart,
@@ -87,8 +90,10 @@ type ScheduleInfo struct {
 // spec is a standard cron expression: five fields (minute, hour, day of
 // month, month, day of week), or six with seconds first; a descriptor
 // (@every 90s, @hourly, @daily, @weekly, @monthly, @yearly); a CRON_TZ=
-// prefix names its time zone (see WithTimeZone). Parsed by
-// github.com/robfig/cron/v3.
+// (or TZ=) prefix names its time zone, an IANA name, not Local (see
+// WithTimeZone), followed by the expression. Parsed by
+// github.com/robfig/cron/v3. A spec that does not parse returns an error
+// wrapping ErrInvalidArgument.
 //
 // The schedule lives in Redis and survives restarts of every process.
 // Every process that transfers the queue (consumers, delayed queues that
@@ -118,12 +123,14 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 	rec := schedule.Record{Spec: spec, Missed: schedule.Missed(o.missed)}
 	if o.loc != nil {
 		// Every process plans the ticks: the zone must mean the same to
-		// each, so it is stored by its IANA name.
-		if _, err := time.LoadLocation(o.loc.String()); err != nil || o.loc == time.Local || o.loc.String() == "Local" {
-			return fmt.Errorf("schedule %s: time zone %q: give a location from time.LoadLocation with an IANA name (such as \"Europe/Berlin\"), which every process reads the same: %w",
-				d.core.Name(), o.loc.String(), ErrInvalidArgument)
+		// each, so it is stored by its IANA name, and must be the zone
+		// of that name.
+		zone, err := schedule.ZoneName(o.loc, time.Now())
+		if err != nil {
+			return fmt.Errorf("schedule %s: %w; give a location from time.LoadLocation with an IANA name (such as \"Europe/Berlin\"), which every process reads the same: %w",
+				d.core.Name(), err, ErrInvalidArgument)
 		}
-		rec.Zone = o.loc.String()
+		rec.Zone = zone
 	}
 	switch o.missed {
 	case MissedLatest, MissedSkip, MissedAll:

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/robfig/cron/v3"
 
@@ -47,25 +48,47 @@ var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron
 // Parse parses spec: five fields (minute to weekday), or six with seconds
 // first; a descriptor (@every 90s, @hourly, @daily, @weekly, @monthly,
 // @yearly); a CRON_TZ= or TZ= prefix names its time zone, else loc (UTC
-// when nil).
+// when nil). The prefix's zone must load with time.LoadLocation and must
+// not be the process's own (Local, localtime).
 //
 // The zone is always named to the parser: without one, robfig/cron reads
 // the spec in the zone of the time given to Next, and the times this
 // package and its callers hand it (time.UnixMilli, the server's TIME) are
 // in the process's local zone, so processes in different zones would plan
-// different ticks for one schedule.
-func Parse(spec string, loc *time.Location) (cron.Schedule, error) {
+// different ticks for one schedule. The prefix is split here, not by the
+// parser, which panics on a prefix with nothing after it; a panic of the
+// parser is returned as an error all the same.
+func Parse(spec string, loc *time.Location) (sched cron.Schedule, err error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty", ErrSpec)
 	}
-	if loc == nil {
-		loc = time.UTC
+	zone := "UTC"
+	if loc != nil {
+		zone = loc.String()
 	}
-	if !strings.HasPrefix(s, "CRON_TZ=") && !strings.HasPrefix(s, "TZ=") && !strings.HasPrefix(s, "@every") {
-		s = "CRON_TZ=" + loc.String() + " " + s
+	if p, ok := zonePrefix(s); ok {
+		name, rest := s[len(p):], ""
+		if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
+			name, rest = name[:i], strings.TrimSpace(name[i:])
+		}
+		if rest == "" {
+			return nil, fmt.Errorf("%w: %q names a time zone and no schedule", ErrSpec, spec)
+		}
+		if _, err := LoadZone(name); err != nil {
+			return nil, fmt.Errorf("%w: %q: %w", ErrSpec, spec, err)
+		}
+		zone, s = name, rest
 	}
-	sched, err := parser.Parse(s)
+	if !strings.HasPrefix(s, "@every") { // @every has no zone
+		s = "CRON_TZ=" + zone + " " + s
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			sched, err = nil, fmt.Errorf("%w: %q: the cron parser failed: %v", ErrSpec, spec, p)
+		}
+	}()
+	sched, err = parser.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrSpec, spec, err)
 	}
@@ -73,6 +96,88 @@ func Parse(spec string, loc *time.Location) (cron.Schedule, error) {
 		return nil, fmt.Errorf("%w: %q never fires", ErrSpec, spec)
 	}
 	return sched, nil
+}
+
+// zonePrefix returns the prefix of a spec that names its time zone.
+func zonePrefix(s string) (string, bool) {
+	for _, p := range []string{"CRON_TZ=", "TZ="} {
+		if strings.HasPrefix(s, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// LoadZone loads the time zone called name, as every process must read it
+// the same: an IANA name, not empty, and not the process's own zone
+// ("Local", or "localtime", which some systems' zone databases link to
+// it).
+func LoadZone(name string) (*time.Location, error) {
+	switch {
+	case name == "":
+		return nil, errors.New("empty time zone")
+	case strings.EqualFold(name, "Local"), strings.EqualFold(name, "localtime"):
+		return nil, fmt.Errorf("time zone %q is each process's own: name one, such as \"Europe/Berlin\"", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("time zone %q: %w", name, err)
+	}
+	return loc, nil
+}
+
+// How far from now ZoneName compares a location with the zone of its
+// name: back for missed ticks, ahead for the ticks to come.
+const (
+	zoneCheckBack  = 366 * 24 * time.Hour
+	zoneCheckAhead = 10 * 366 * 24 * time.Hour
+)
+
+// ZoneName returns the name a schedule's zone is stored by, which every
+// process loads with time.LoadLocation: loc's own, when the zone of that
+// name has loc's offset at every instant from a year before now to ten
+// years after. So a location from time.LoadLocation is accepted, and so is
+// a time.FixedZone named after a zone that has that offset all the while
+// (time.FixedZone("UTC", 0)); one whose name is another zone's
+// (time.FixedZone("UTC", 5*3600), a fixed "Europe/Berlin", which has no
+// daylight saving) is refused, as is the process's own zone (time.Local).
+func ZoneName(loc *time.Location, now time.Time) (string, error) {
+	name := loc.String()
+	named, err := LoadZone(name)
+	if err != nil {
+		return "", err
+	}
+	from, to := now.Add(-zoneCheckBack), now.Add(zoneCheckAhead)
+	for t, i := from, 0; t.Before(to) && i < 1000; i++ {
+		a, b := t.In(loc), t.In(named)
+		_, offA := a.Zone()
+		_, offB := b.Zone()
+		if offA != offB {
+			return "", fmt.Errorf("time zone %q is not the zone of that name (a time.FixedZone?): at %v it is %s, and %q is %s",
+				name, t.UTC().Format(time.RFC3339), offset(offA), name, offset(offB))
+		}
+		// On to the next change of either.
+		_, endA := a.ZoneBounds()
+		_, endB := b.ZoneBounds()
+		next := endA
+		if next.IsZero() || !endB.IsZero() && endB.Before(next) {
+			next = endB
+		}
+		if next.IsZero() || !next.After(t) {
+			break
+		}
+		t = next
+	}
+	return name, nil
+}
+
+// offset formats a zone offset in seconds east of UTC as UTC±hh:mm.
+func offset(sec int) string {
+	sign := "+"
+	if sec < 0 {
+		sign, sec = "-", -sec
+	}
+	return fmt.Sprintf("UTC%s%02d:%02d", sign, sec/3600, sec%3600/60)
 }
 
 // Plan returns the ticks to materialize now: those from next (the first
@@ -155,14 +260,14 @@ func (r Record) Location() (*time.Location, error) {
 	if r.Zone == "" {
 		return nil, nil
 	}
-	return time.LoadLocation(r.Zone)
+	return LoadZone(r.Zone)
 }
 
 // Parsed parses the record's spec.
 func (r Record) Parsed() (cron.Schedule, error) {
 	loc, err := r.Location()
 	if err != nil {
-		return nil, fmt.Errorf("%w: time zone %q: %w", ErrSpec, r.Zone, err)
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	return Parse(r.Spec, loc)
 }
