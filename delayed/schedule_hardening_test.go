@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/schedule"
 )
 
 // scheduleNoPanic is dq.Schedule, with a panic reported as the error.
@@ -102,4 +105,160 @@ func TestScheduleLocalZoneInSpecRefused(t *testing.T) {
 		}
 		noSchedules(ctx, t, dq)
 	})
+}
+
+// seedRecord stores a schedule's record as raw bytes, due at dueMs: what
+// another version, a hand, or a bug may have left in Redis.
+func seedRecord(ctx context.Context, t *testing.T, rdb redis.UniversalClient, queue, name, raw string, dueMs int64) {
+	t.Helper()
+	k := redistest.KeysOf(queue)
+	if raw != "" {
+		if err := rdb.HSet(ctx, k.Schedules, name, raw).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.ZAdd(ctx, k.ScheduleDue, redis.Z{Score: float64(dueMs), Member: name}).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// receiveTicks receives (and acks) ticks from q until done says enough,
+// and fails the test when that takes longer than within.
+func receiveTicks(ctx context.Context, t *testing.T, q *blocking.Queue[string], within time.Duration, done func([]*blocking.Delivery[string]) bool) []*blocking.Delivery[string] {
+	t.Helper()
+	var got []*blocking.Delivery[string]
+	deadline := time.Now().Add(within)
+	for !done(got) {
+		if time.Now().After(deadline) {
+			var ids []string
+			for _, d := range got {
+				ids = append(ids, d.ID)
+			}
+			t.Fatalf("ticks received within %v: %v", within, ids)
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		d, err := q.Receive(rctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d)
+	}
+	return got
+}
+
+// The missed-tick policies through Schedule, with real processes: every
+// process of the queue is down for a while (the stored next tick is made
+// that old), then one starts. MissedLatest fires the latest tick before
+// the restart, MissedAll the ticks since the outage began (the latest 100),
+// MissedSkip none of them; then the schedule goes on, one tick a second,
+// no tick twice. A tick materialized at the restart carries its time as
+// EnqueuedAt: a tick due before that was missed. Before the fix, after 48
+// hours, MissedLatest fired the tick of 20 h 13 m ago and MissedAll the 100
+// ticks from there.
+func TestScheduleMissedTicksAfterOutage(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		for _, outage := range []time.Duration{10 * time.Second, 48 * time.Hour} {
+			for _, policy := range []delayed.MissedTicks{delayed.MissedLatest, delayed.MissedAll, delayed.MissedSkip} {
+				t.Run(fmt.Sprintf("%s after %v", policy, outage), func(t *testing.T) {
+					t.Parallel()
+					missedAfterOutage(t, rdb, policy, outage)
+				})
+			}
+		}
+	})
+}
+
+func missedAfterOutage(t *testing.T, rdb redis.UniversalClient, policy delayed.MissedTicks, outage time.Duration) {
+	ctx := context.Background()
+	name := redistest.QueueName(t)
+	// Scheduled by a process that does not transfer: nobody runs it.
+	_, dq0 := open[string](t, rdb, name, delayed.WithoutTransfer())
+	if err := dq0.Schedule(ctx, "s", "@every 1s", "v", delayed.WithMissedTicks(policy)); err != nil {
+		t.Fatal(err)
+	}
+	k := redistest.KeysOf(name)
+	raw, err := rdb.HGet(ctx, k.Schedules, "s").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := schedule.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := now.Truncate(time.Second).Add(-outage)
+	rec.Next = next.UnixMilli()
+	seedRecord(ctx, t, rdb, name, "s", rec.Encode(), schedule.DueMs(next))
+
+	q, _ := open[string](t, rdb, name) // a process starts
+	var restart time.Time              // when the restart's plan ran (the server's clock, ms)
+	got := receiveTicks(ctx, t, q, 30*time.Second, func(ds []*blocking.Delivery[string]) bool {
+		if len(ds) == 0 {
+			return false
+		}
+		restart = ds[0].EnqueuedAt
+		after := 0
+		for _, d := range ds {
+			if d.DueAt.After(restart.Add(time.Second)) {
+				after++
+			}
+		}
+		return after >= 2
+	})
+	dues := make([]time.Time, len(got))
+	seen := map[string]bool{}
+	var missed, edge int
+	for i, d := range got {
+		if seen[d.ID] {
+			t.Errorf("tick %s fired twice", d.ID)
+		}
+		seen[d.ID] = true
+		dues[i] = d.DueAt
+		switch {
+		case d.DueAt.Before(restart):
+			missed++
+		case d.DueAt.Equal(restart): // materialized in the same millisecond: missed or not
+			edge++
+		}
+	}
+	slices.SortFunc(dues, time.Time.Compare)
+	for i := 1; i < len(dues); i++ {
+		if gap := dues[i].Sub(dues[i-1]); gap != time.Second {
+			t.Errorf("ticks at %v and %v: %v apart, want 1s", dues[i-1], dues[i], gap)
+		}
+	}
+	first := dues[0]
+	t.Logf("%d ticks, %d missed, the first %v before the restart", len(dues), missed, restart.Sub(first))
+	switch policy {
+	case delayed.MissedLatest:
+		if missed > 1 || !first.After(restart.Add(-time.Second)) {
+			t.Errorf("%d missed ticks fired, the first %v before the restart; want the latest tick before it", missed, restart.Sub(first))
+		}
+	case delayed.MissedSkip:
+		if missed > 0 {
+			t.Errorf("%d missed ticks fired, the first %v before the restart", missed, restart.Sub(first))
+		}
+	case delayed.MissedAll:
+		if outage/time.Second > schedule.MaxAll {
+			// The latest 100: exactly 100 before the restart (give or take
+			// the tick of the restart's millisecond), none older.
+			if missed > schedule.MaxAll || missed+edge < schedule.MaxAll || first.Before(restart.Add(-(schedule.MaxAll+1)*time.Second)) {
+				t.Errorf("%d missed ticks fired (%d in the restart's millisecond), the first %v before the restart; want the latest %d",
+					missed, edge, restart.Sub(first), schedule.MaxAll)
+			}
+		} else if !first.Equal(next) {
+			t.Errorf("the first tick after the restart is %v, want the stored next %v: missed ticks were dropped", first, next)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -23,9 +24,10 @@ import (
 // that learns of a schedule on its sweep is still in time.
 const Lead = 2 * time.Second
 
-// maxPlan bounds the ticks one plan looks at (an "@every 1s" schedule
-// that no process ran for a day has 86,400 missed ticks).
-const maxPlan = 100_000
+// maxAhead bounds the ticks one plan materializes ahead of now (at most
+// 3 fit in the lead, cron's resolution being a second): a guard, never
+// reached.
+const maxAhead = 16
 
 // MaxAll bounds how many missed ticks MissedAll fires: the latest ones.
 const MaxAll = 100
@@ -186,36 +188,92 @@ func offset(sec int) string {
 // them, the new next. A running process materializes each tick Lead
 // before its time, so a tick found past was missed: no process ran (or
 // none could reach Redis) for at least Lead.
+//
+// The missed ticks are found back from now (see latestBefore), so a plan
+// costs the same after an outage of any length.
 func Plan(s cron.Schedule, next, now time.Time, policy Missed) (ticks []time.Time, newNext time.Time) {
-	var missed []time.Time
 	t := next
-	for range maxPlan {
+	if !t.IsZero() && t.Before(now) {
+		keep := 0
+		switch policy {
+		case MissedSkip:
+		case MissedAll:
+			keep = MaxAll
+		default:
+			keep = 1
+		}
+		last := latestBefore(s, next, now)
+		for l := last; len(ticks) < keep && !l.IsZero(); l = latestBefore(s, next, l) {
+			ticks = append(ticks, l)
+		}
+		slices.Reverse(ticks)
+		t = s.Next(last)
+	}
+	for range maxAhead {
 		if t.IsZero() || t.After(now.Add(Lead)) {
 			break
 		}
-		if t.Before(now) {
-			missed = append(missed, t)
-		} else {
-			ticks = append(ticks, t)
-		}
+		ticks = append(ticks, t)
 		t = s.Next(t)
 	}
-	if !t.IsZero() && t.Before(now) { // past the bound: skip to now
-		t = s.Next(now)
+	return ticks, t
+}
+
+// latestBefore returns the latest tick before end of the ticks that start
+// at from (from itself, then s.Next of each); zero when from is not before
+// end. It does not walk the ticks in between. An @every schedule's ticks
+// after the first are a whole number of steps apart: counted. A cron
+// schedule's ticks after from are the instants its fields match, on whole
+// seconds, whatever the tick before: searched back from end, in windows
+// that double until one holds a tick, then by halving that window down to
+// a second, about 2·log2((end−tick)/1s) calls of s.Next.
+func latestBefore(s cron.Schedule, from, end time.Time) time.Time {
+	if !from.Before(end) {
+		return time.Time{}
 	}
-	switch policy {
-	case MissedSkip:
-		missed = nil
-	case MissedAll:
-		if len(missed) > MaxAll {
-			missed = missed[len(missed)-MaxAll:]
+	first := s.Next(from)
+	if first.IsZero() || !first.Before(end) {
+		return from
+	}
+	if every, ok := s.(cron.ConstantDelaySchedule); ok {
+		// first is on a whole second (Next truncates), and the ticks
+		// after it are first + k·step: the largest k whose tick is
+		// before end.
+		step := int64(every.Delay / time.Second)
+		last := end.Unix()
+		if end.Nanosecond() == 0 {
+			last--
 		}
-	default:
-		if len(missed) > 1 {
-			missed = missed[len(missed)-1:]
+		k := (last - first.Unix()) / step
+		return time.Unix(first.Unix()+k*step, 0).In(first.Location())
+	}
+	// A tick in (x, end) for x = lo; none for x = hi.
+	hasTick := func(x time.Time) bool {
+		n := s.Next(x)
+		return !n.IsZero() && n.Before(end)
+	}
+	lo, hi := from, end
+	for w := time.Second; ; w *= 2 {
+		x := end.Add(-w)
+		if !x.After(from) || w > 1<<61 {
+			break
+		}
+		if hasTick(x) {
+			lo = x
+			break
+		}
+		hi = x
+	}
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if hasTick(mid) {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
-	return append(missed, ticks...), t
+	// The ticks in (lo, end) lie in (lo, hi], under a second: one.
+	return s.Next(lo)
 }
 
 // TickID is the ID of the item of schedule name's tick at t: stable, so
@@ -274,8 +332,18 @@ func (r Record) Parsed() (cron.Schedule, error) {
 
 // Advance plans the ticks to materialize at now and returns them with the
 // record that follows and when its next tick must be materialized (ms).
-func (r Record) Advance(s cron.Schedule, now time.Time) (ticks []time.Time, next Record, dueMs int64) {
+// It fails (ErrSpec) when the schedule has no tick after them, or when
+// planning panics: a record read from Redis never stops its reader.
+func (r Record) Advance(s cron.Schedule, now time.Time) (ticks []time.Time, next Record, dueMs int64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ticks, next, dueMs, err = nil, r, 0, fmt.Errorf("%w: %q: planning failed: %v", ErrSpec, r.Spec, p)
+		}
+	}()
 	ticks, n := Plan(s, time.UnixMilli(r.Next), now, r.Missed)
+	if n.IsZero() {
+		return nil, r, 0, fmt.Errorf("%w: %q has no tick after %v", ErrSpec, r.Spec, time.UnixMilli(r.Next).UTC())
+	}
 	next = r
 	next.Next = n.UnixMilli()
 	next.Recent = append([]int64(nil), r.Recent...)
@@ -285,7 +353,7 @@ func (r Record) Advance(s cron.Schedule, now time.Time) (ticks []time.Time, next
 	if len(next.Recent) > keepRecent {
 		next.Recent = next.Recent[len(next.Recent)-keepRecent:]
 	}
-	return ticks, next, DueMs(n)
+	return ticks, next, DueMs(n), nil
 }
 
 // DueMs is when a schedule whose next tick is at next must materialize

@@ -67,7 +67,11 @@ func (w *worker) advance(ctx context.Context, name string, now time.Time) (dueMs
 			log.Error("redelay: a schedule's record cannot be read; it does not fire until it is scheduled again", "err", err)
 			return 0, false
 		}
-		ticks, next, due := rec.Advance(s, now)
+		ticks, next, due, err := rec.Advance(s, now)
+		if err != nil {
+			log.Error("redelay: a schedule's record cannot be read; it does not fire until it is scheduled again", "err", err)
+			return 0, false
+		}
 		items := make([]store.Tick, len(ticks))
 		for i, t := range ticks {
 			items[i] = store.Tick{ID: schedule.TickID(name, t), US: t.UnixMicro()}
