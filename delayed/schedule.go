@@ -106,7 +106,9 @@ type ScheduleInfo struct {
 // Scheduling the same name again with the same spec and options updates
 // the value and changes no tick; with a new spec, the ticks the old one
 // had materialized are withdrawn and the new one starts from its next
-// tick, so no tick fires twice.
+// tick, so no tick fires twice. A stored schedule that cannot be read
+// (see Schedules) is replaced all the same; the ticks it had
+// materialized are withdrawn when its record still lists them.
 func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ...ScheduleOption) error {
 	if err := d.err(); err != nil {
 		return err
@@ -153,7 +155,7 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 		now := old.now
 		next := rec
 		var drop []string
-		if old.found && old.rec.Spec == rec.Spec && old.rec.Zone == rec.Zone {
+		if old.readable && old.rec.Spec == rec.Spec && old.rec.Zone == rec.Zone {
 			next.Next, next.Recent = old.rec.Next, old.rec.Recent // same ticks: keep them
 		} else {
 			next.Next = s.Next(now).UnixMilli()
@@ -189,12 +191,15 @@ func checkScheduleName(name string) error {
 }
 
 // stored is a schedule's record as read, and the Redis server's clock
-// just before (the clock the transfers plan ticks with).
+// just before (the clock the transfers plan ticks with). A record that is
+// no JSON is found but not readable: Schedule replaces it and Unschedule
+// deletes it, knowing none of its ticks.
 type stored struct {
-	raw   string
-	rec   schedule.Record
-	found bool
-	now   time.Time
+	raw      string
+	rec      schedule.Record
+	found    bool
+	readable bool
+	now      time.Time
 }
 
 func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
@@ -208,16 +213,15 @@ func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
 			return stored{now: now}, err
 		}
 		rec, err := schedule.Decode(raw)
-		if err != nil {
-			err = queue.Mark(queue.ErrCorrupt, err)
-		}
-		return stored{raw: raw, rec: rec, found: true, now: now}, err
+		return stored{raw: raw, rec: rec, found: true, readable: err == nil, now: now}, nil
 	}, nil)
 }
 
 // Unschedule deletes the schedule called name, and withdraws the ticks it
 // had materialized that have not fired: none fires after the call. It
-// returns false when there was no such schedule.
+// returns false when there was no such schedule. A stored schedule that
+// cannot be read (see Schedules) is deleted all the same, with the ticks
+// its record still lists.
 func (d *Queue[T]) Unschedule(ctx context.Context, name string) (bool, error) {
 	if err := d.err(); err != nil {
 		return false, err

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,5 +262,206 @@ func missedAfterOutage(t *testing.T, rdb redis.UniversalClient, policy delayed.M
 		} else if !first.Equal(next) {
 			t.Errorf("the first tick after the restart is %v, want the stored next %v: missed ticks were dropped", first, next)
 		}
+	}
+}
+
+// ofSchedule counts the ticks of schedule name among ds.
+func ofSchedule(ds []*blocking.Delivery[string], name string) int {
+	n := 0
+	for _, d := range ds {
+		if d.Headers[delayed.HeaderSchedule] == name {
+			n++
+		}
+	}
+	return n
+}
+
+// A record whose spec names a zone and nothing else, found in Redis,
+// costs a log line: every process that transfers the queue goes on, and
+// the queue's other schedules fire (before: the transfer goroutine
+// panicked, and with it every process of the queue, at every restart).
+func TestScheduleStoredZoneOnlySpec(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, spec := range []string{"CRON_TZ=UTC", "TZ=", "CRON_TZ=Local 0 3 * * *"} {
+			rec := fmt.Sprintf(`{"spec":%q,"missed":"latest","next":%d}`, spec, now.UnixMilli())
+			seedRecord(ctx, t, rdb, name, "bad"+strconv.Itoa(i), rec, now.UnixMilli()-schedule.Lead.Milliseconds())
+		}
+		logger, logs := redistest.CaptureLogs()
+		var qs []*blocking.Queue[string]
+		for range 2 { // two processes, each transfers the queue
+			q := blocking.New[string](redistest.NewClientLike(t, rdb), name, blocking.WithLogger(logger))
+			dq := delayed.New(q)
+			t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+			qs = append(qs, q)
+		}
+		_, dq := open[string](t, rdb, name, delayed.WithoutTransfer())
+		if err := dq.Schedule(ctx, "good", "@every 1s", "v"); err != nil {
+			t.Fatal(err)
+		}
+		got := receiveTicks(ctx, t, qs[0], 15*time.Second, func(ds []*blocking.Delivery[string]) bool { return ofSchedule(ds, "good") >= 3 })
+		if n := len(got) - ofSchedule(got, "good"); n != 0 {
+			t.Errorf("%d ticks of the unreadable schedules fired", n)
+		}
+		for i := range 3 {
+			if !strings.Contains(logs.String(), "schedule=bad"+strconv.Itoa(i)) {
+				t.Errorf("nothing logged about schedule bad%d:\n%s", i, logs)
+			}
+		}
+	})
+}
+
+// seedUnreadable stores 50 schedules that cannot be planned, due before
+// any other: 20 records that are no JSON, 20 specs that do not parse, and
+// 10 due entries whose record is gone (two due at -inf). It returns the names of those with
+// a record.
+func seedUnreadable(ctx context.Context, t *testing.T, rdb redis.UniversalClient, queue string) []string {
+	t.Helper()
+	var named []string
+	for i := range 20 {
+		n := fmt.Sprintf("nojson%02d", i)
+		seedRecord(ctx, t, rdb, queue, n, "{not json "+strconv.Itoa(i), int64(i))
+		named = append(named, n)
+	}
+	for i := range 20 {
+		n := fmt.Sprintf("badspec%02d", i)
+		seedRecord(ctx, t, rdb, queue, n, fmt.Sprintf(`{"spec":"every %d minutes","missed":"latest","next":1000}`, i), int64(i))
+		named = append(named, n)
+	}
+	for i := range 10 {
+		seedRecord(ctx, t, rdb, queue, fmt.Sprintf("gone%02d", i), "", int64(i))
+	}
+	// Scores no script writes: -inf is due, first of all.
+	k := redistest.KeysOf(queue)
+	for _, n := range []string{"gone09", "nojson19"} {
+		if err := rdb.ZAdd(ctx, k.ScheduleDue, redis.Z{Score: math.Inf(-1), Member: n}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return named
+}
+
+// Fifty unreadable schedules at the head of the due set cost a log line
+// each, once: the schedule behind them fires, and Schedule and Unschedule
+// work on them (before: the good schedule never fired, the transfer ran
+// without pause, and Schedule and Unschedule of a bad name failed with
+// the JSON error).
+func TestScheduleUnreadableRecords(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		named := seedUnreadable(ctx, t, rdb, name)
+		logger, logs := redistest.CaptureLogs()
+		q := blocking.New[string](redistest.NewClientLike(t, rdb), name, blocking.WithLogger(logger))
+		pdq := delayed.New(q)
+		t.Cleanup(func() { _ = pdq.Close(); _ = q.Close() })
+		_, dq := open[string](t, rdb, name, delayed.WithoutTransfer())
+		if err := dq.Schedule(ctx, "good", "@every 1s", "v"); err != nil {
+			t.Fatal(err)
+		}
+		got := receiveTicks(ctx, t, q, 15*time.Second, func(ds []*blocking.Delivery[string]) bool { return ofSchedule(ds, "good") >= 3 })
+		if n := len(got) - ofSchedule(got, "good"); n != 0 {
+			t.Errorf("%d ticks of the unreadable schedules fired", n)
+		}
+		// Each logged once, over several runs of the transfer.
+		text := logs.String()
+		for _, n := range named {
+			if c := strings.Count(text, "schedule="+n+" "); c != 1 {
+				t.Errorf("schedule %s logged %d times, want once", n, c)
+			}
+		}
+		// Nothing is due any more but the good schedule: the bad ones are
+		// set aside, the entries whose record is gone removed.
+		k := redistest.KeysOf(name)
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		due, err := rdb.ZRangeByScore(ctx, k.ScheduleDue, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10)}).Result()
+		if err != nil || slices.ContainsFunc(due, func(s string) bool { return s != "good" }) {
+			t.Errorf("due at %v: %v, %v", now, due, err)
+		}
+		if n, err := rdb.ZScore(ctx, k.ScheduleDue, "gone00").Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("the due entry of a schedule with no record: %v, %v", n, err)
+		}
+
+		// Schedule replaces an unreadable record, Unschedule removes one.
+		if ok, err := dq.Unschedule(ctx, "nojson00"); err != nil || !ok {
+			t.Errorf("Unschedule(no JSON) = %v, %v", ok, err)
+		}
+		if ok, err := dq.Unschedule(ctx, "badspec00"); err != nil || !ok {
+			t.Errorf("Unschedule(bad spec) = %v, %v", ok, err)
+		}
+		for _, n := range []string{"nojson01", "badspec01"} {
+			if err := dq.Schedule(ctx, n, "@every 1s", "v"); err != nil {
+				t.Errorf("Schedule(%s) again = %v", n, err)
+			}
+		}
+		receiveTicks(ctx, t, q, 15*time.Second, func(ds []*blocking.Delivery[string]) bool {
+			return ofSchedule(ds, "nojson01") >= 1 && ofSchedule(ds, "badspec01") >= 1
+		})
+		for _, n := range []string{"nojson00", "badspec00"} {
+			if ok, err := rdb.HExists(ctx, k.Schedules, n).Result(); err != nil || ok {
+				t.Errorf("%s still stored after Unschedule: %v, %v", n, ok, err)
+			}
+		}
+	})
+}
+
+// commandsProcessed reads the server's count of commands processed.
+func commandsProcessed(ctx context.Context, t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(ctx, "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no total_commands_processed in INFO stats:\n%s", info)
+	return 0
+}
+
+// An idle queue with fifty unreadable schedules costs Redis about what an
+// idle queue costs: a few commands a second (before: 17,000 to 26,000 a
+// second, the transfer running again at once as long as a full batch of
+// due schedules came back). A count of commands on a dedicated server.
+func TestScheduleUnreadableRecordsIdle(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	name := redistest.QueueName(t)
+	named := seedUnreadable(ctx, t, rdb, name)
+	logger, logs := redistest.CaptureLogs()
+	q := blocking.New[string](srv.Client(t), name, blocking.WithLogger(logger))
+	dq := delayed.New(q)
+	t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+	// The premise: the transfer runs and has read every record.
+	redistest.WaitFor(t, 30*time.Second, "a log line for every unreadable record", func() bool {
+		text := logs.String()
+		return !slices.ContainsFunc(named, func(n string) bool { return !strings.Contains(text, "schedule="+n+" ") })
+	})
+	const window = 3 * time.Second
+	start, began := commandsProcessed(ctx, t, rdb), time.Now()
+	time.Sleep(window)
+	n, took := commandsProcessed(ctx, t, rdb)-start-1, time.Since(began) // less our own INFO
+	perSec := float64(n) / took.Seconds()
+	t.Logf("%d commands in %v: %.0f a second", n, took.Round(time.Millisecond), perSec)
+	if perSec > 100 {
+		t.Errorf("an idle queue with unreadable schedules: %.0f commands a second (%d in %v)", perSec, n, took.Round(time.Millisecond))
 	}
 }

@@ -68,6 +68,8 @@ var (
 	scheduleAdvanceSrc string
 	//go:embed schedule_remove.lua
 	scheduleRemoveSrc string
+	//go:embed schedule_park.lua
+	scheduleParkSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -98,6 +100,7 @@ var (
 	SchedulePut     = redis.NewScript(compose(schedulePutSrc))     // schedule_put.lua
 	ScheduleAdvance = redis.NewScript(compose(scheduleAdvanceSrc)) // schedule_advance.lua
 	ScheduleRemove  = redis.NewScript(compose(scheduleRemoveSrc))  // schedule_remove.lua
+	SchedulePark    = redis.NewScript(compose(scheduleParkSrc))    // schedule_park.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.
