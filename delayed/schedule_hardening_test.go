@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -463,5 +464,110 @@ func TestScheduleUnreadableRecordsIdle(t *testing.T) {
 	t.Logf("%d commands in %v: %.0f a second", n, took.Round(time.Millisecond), perSec)
 	if perSec > 100 {
 		t.Errorf("an idle queue with unreadable schedules: %.0f commands a second (%d in %v)", perSec, n, took.Round(time.Millisecond))
+	}
+}
+
+// The missed-tick policies through Schedule, with real processes and a
+// real outage: a process runs the schedule and stops, no process runs for
+// a few ticks, another process starts. The ticks the first process had
+// materialized fire when the second starts, as any pending item; of the
+// ticks missed in between, MissedAll fires each, MissedLatest the latest,
+// MissedSkip none; no tick fires twice.
+func TestScheduleMissedTicksRealOutage(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		for _, policy := range []delayed.MissedTicks{delayed.MissedLatest, delayed.MissedAll, delayed.MissedSkip} {
+			t.Run(string(policy), func(t *testing.T) {
+				t.Parallel()
+				missedRealOutage(t, rdb, policy)
+			})
+		}
+	})
+}
+
+func missedRealOutage(t *testing.T, rdb redis.UniversalClient, policy delayed.MissedTicks) {
+	ctx := context.Background()
+	name := redistest.QueueName(t)
+	k := redistest.KeysOf(name)
+	// Process A runs the schedule, then stops.
+	qa := blocking.New[string](redistest.NewClientLike(t, rdb), name)
+	dqa := delayed.New(qa)
+	if err := dqa.Schedule(ctx, "s", "@every 1s", "v", delayed.WithMissedTicks(policy)); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveTicks(ctx, t, qa, 15*time.Second, func(ds []*blocking.Delivery[string]) bool { return len(ds) >= 2 })
+	_ = dqa.Close()
+	_ = qa.Close()
+	// The outage: until at least two ticks that A did not materialize
+	// have passed (read again after: a call of A's still in flight when
+	// it closed may have materialized more).
+	var firstMissed time.Time
+	for next := int64(-1); ; {
+		raw, err := rdb.HGet(ctx, k.Schedules, "s").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := schedule.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Next == next {
+			break
+		}
+		next, firstMissed = rec.Next, time.UnixMilli(rec.Next)
+		redistest.WaitFor(t, 30*time.Second, "two ticks past with no process", func() bool {
+			now, err := rdb.Time(ctx).Result()
+			return err == nil && now.After(firstMissed.Add(1500*time.Millisecond))
+		})
+	}
+	// Process B starts.
+	started, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qb, _ := open[string](t, redistest.NewClientLike(t, rdb), name)
+	got = append(got, receiveTicks(ctx, t, qb, 15*time.Second, func(ds []*blocking.Delivery[string]) bool {
+		after := 0
+		for _, d := range ds {
+			if !d.EnqueuedAt.Before(started) && d.DueAt.After(d.EnqueuedAt.Add(time.Second)) {
+				after++
+			}
+		}
+		return after >= 2
+	})...)
+
+	seen := map[int64]bool{} // due times, Unix ms
+	var missed []time.Time   // ticks B materialized after their time
+	for _, d := range got {
+		if seen[d.DueAt.UnixMilli()] {
+			t.Errorf("tick %s fired twice", d.ID)
+		}
+		seen[d.DueAt.UnixMilli()] = true
+		if !d.EnqueuedAt.Before(started) && d.DueAt.Before(d.EnqueuedAt) {
+			missed = append(missed, d.DueAt)
+		}
+	}
+	slices.SortFunc(missed, time.Time.Compare)
+	dues := slices.Sorted(maps.Keys(seen))
+	var gaps []time.Time // ticks that never fired
+	for i := 1; i < len(dues); i++ {
+		for g := dues[i-1] + 1000; g < dues[i]; g += 1000 {
+			gaps = append(gaps, time.UnixMilli(g))
+		}
+	}
+	t.Logf("missed from %v: fired %v, never fired %v", firstMissed, missed, gaps)
+	switch policy {
+	case delayed.MissedAll:
+		if len(gaps) > 0 || len(missed) < 2 || !missed[0].Equal(firstMissed) {
+			t.Errorf("MissedAll: fired %v, never fired %v; want every tick from %v", missed, gaps, firstMissed)
+		}
+	case delayed.MissedLatest:
+		if len(missed) != 1 || len(gaps) < 1 || !gaps[0].Equal(firstMissed) || !gaps[len(gaps)-1].Before(missed[0]) {
+			t.Errorf("MissedLatest: fired %v, never fired %v; want the latest tick from %v only", missed, gaps, firstMissed)
+		}
+	case delayed.MissedSkip:
+		if len(missed) != 0 || len(gaps) < 2 || !gaps[0].Equal(firstMissed) {
+			t.Errorf("MissedSkip: fired %v, never fired %v; want none from %v", missed, gaps, firstMissed)
+		}
 	}
 }
