@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -277,6 +278,32 @@ func ofSchedule(ds []*blocking.Delivery[string], name string) int {
 	return n
 }
 
+// process starts a process of queue name that transfers it and logs to
+// logger, on a client of its own; it stops in t.Cleanup.
+func process(t *testing.T, rdb redis.UniversalClient, name string, logger *slog.Logger) *blocking.Queue[string] {
+	t.Helper()
+	q := blocking.New[string](redistest.NewClientLike(t, rdb), name, blocking.WithLogger(logger))
+	dq := delayed.New(q)
+	t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+	return q
+}
+
+// goodFires schedules "good" every second on queue name and receives
+// three of its ticks from q, and no tick of another schedule; it returns
+// a delayed queue that does not transfer, for more calls.
+func goodFires(ctx context.Context, t *testing.T, rdb redis.UniversalClient, name string, q *blocking.Queue[string]) *delayed.Queue[string] {
+	t.Helper()
+	_, dq := open[string](t, rdb, name, delayed.WithoutTransfer())
+	if err := dq.Schedule(ctx, "good", "@every 1s", "v"); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveTicks(ctx, t, q, 15*time.Second, func(ds []*blocking.Delivery[string]) bool { return ofSchedule(ds, "good") >= 3 })
+	if n := len(got) - ofSchedule(got, "good"); n != 0 {
+		t.Errorf("%d ticks of the unreadable schedules fired", n)
+	}
+	return dq
+}
+
 // A record whose spec names a zone and nothing else, found in Redis,
 // costs a log line: every process that transfers the queue goes on, and
 // the queue's other schedules fire (before: the transfer goroutine
@@ -295,21 +322,9 @@ func TestScheduleStoredZoneOnlySpec(t *testing.T) {
 			seedRecord(ctx, t, rdb, name, "bad"+strconv.Itoa(i), rec, now.UnixMilli()-schedule.Lead.Milliseconds())
 		}
 		logger, logs := redistest.CaptureLogs()
-		var qs []*blocking.Queue[string]
-		for range 2 { // two processes, each transfers the queue
-			q := blocking.New[string](redistest.NewClientLike(t, rdb), name, blocking.WithLogger(logger))
-			dq := delayed.New(q)
-			t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
-			qs = append(qs, q)
-		}
-		_, dq := open[string](t, rdb, name, delayed.WithoutTransfer())
-		if err := dq.Schedule(ctx, "good", "@every 1s", "v"); err != nil {
-			t.Fatal(err)
-		}
-		got := receiveTicks(ctx, t, qs[0], 15*time.Second, func(ds []*blocking.Delivery[string]) bool { return ofSchedule(ds, "good") >= 3 })
-		if n := len(got) - ofSchedule(got, "good"); n != 0 {
-			t.Errorf("%d ticks of the unreadable schedules fired", n)
-		}
+		q := process(t, rdb, name, logger)
+		process(t, rdb, name, logger) // a second process transfers the queue too
+		goodFires(ctx, t, rdb, name, q)
 		for i := range 3 {
 			if !strings.Contains(logs.String(), "schedule=bad"+strconv.Itoa(i)) {
 				t.Errorf("nothing logged about schedule bad%d:\n%s", i, logs)
@@ -360,17 +375,8 @@ func TestScheduleUnreadableRecords(t *testing.T) {
 		name := redistest.QueueName(t)
 		named := seedUnreadable(ctx, t, rdb, name)
 		logger, logs := redistest.CaptureLogs()
-		q := blocking.New[string](redistest.NewClientLike(t, rdb), name, blocking.WithLogger(logger))
-		pdq := delayed.New(q)
-		t.Cleanup(func() { _ = pdq.Close(); _ = q.Close() })
-		_, dq := open[string](t, rdb, name, delayed.WithoutTransfer())
-		if err := dq.Schedule(ctx, "good", "@every 1s", "v"); err != nil {
-			t.Fatal(err)
-		}
-		got := receiveTicks(ctx, t, q, 15*time.Second, func(ds []*blocking.Delivery[string]) bool { return ofSchedule(ds, "good") >= 3 })
-		if n := len(got) - ofSchedule(got, "good"); n != 0 {
-			t.Errorf("%d ticks of the unreadable schedules fired", n)
-		}
+		q := process(t, rdb, name, logger)
+		dq := goodFires(ctx, t, rdb, name, q)
 		// Each logged once, over several runs of the transfer.
 		text := logs.String()
 		for _, n := range named {
@@ -448,9 +454,7 @@ func TestScheduleUnreadableRecordsIdle(t *testing.T) {
 	name := redistest.QueueName(t)
 	named := seedUnreadable(ctx, t, rdb, name)
 	logger, logs := redistest.CaptureLogs()
-	q := blocking.New[string](srv.Client(t), name, blocking.WithLogger(logger))
-	dq := delayed.New(q)
-	t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+	process(t, rdb, name, logger)
 	// The premise: the transfer runs and has read every record.
 	redistest.WaitFor(t, 30*time.Second, "a log line for every unreadable record", func() bool {
 		text := logs.String()
