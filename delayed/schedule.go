@@ -47,9 +47,12 @@ type scheduleOptions struct {
 
 // WithTimeZone evaluates the spec in loc (default UTC, whatever the
 // process's local zone): a location from time.LoadLocation with an IANA
-// name, stored by that name so that every process reads the same zone
-// (time.Local and time.FixedZone are refused with ErrInvalidArgument). A
-// spec that starts with CRON_TZ= names its own zone, which wins.
+// name, stored by that name so that every process reads the same zone.
+// time.Local is refused with ErrInvalidArgument, and so is a
+// time.FixedZone, unless the zone of its name has its offset at every
+// instant from a year ago to ten years ahead (time.FixedZone("UTC", 0)):
+// stored by name, it would be that zone. A spec that starts with CRON_TZ=
+// names its own zone, which wins.
 //
 // In a zone with daylight saving, ticks follow robfig/cron: a wall time
 // that occurs twice when the clocks go back fires twice, an hour apart,
@@ -87,8 +90,10 @@ type ScheduleInfo struct {
 // spec is a standard cron expression: five fields (minute, hour, day of
 // month, month, day of week), or six with seconds first; a descriptor
 // (@every 90s, @hourly, @daily, @weekly, @monthly, @yearly); a CRON_TZ=
-// prefix names its time zone (see WithTimeZone). Parsed by
-// github.com/robfig/cron/v3.
+// (or TZ=) prefix names its time zone, an IANA name, not Local (see
+// WithTimeZone), followed by the expression. Parsed by
+// github.com/robfig/cron/v3. A spec that does not parse returns an error
+// wrapping ErrInvalidArgument.
 //
 // The schedule lives in Redis and survives restarts of every process.
 // Every process that transfers the queue (consumers, delayed queues that
@@ -101,7 +106,9 @@ type ScheduleInfo struct {
 // Scheduling the same name again with the same spec and options updates
 // the value and changes no tick; with a new spec, the ticks the old one
 // had materialized are withdrawn and the new one starts from its next
-// tick, so no tick fires twice.
+// tick, so no tick fires twice. A stored schedule that cannot be read
+// (see Schedules) is replaced all the same; the ticks it had
+// materialized are withdrawn when its record still lists them.
 func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ...ScheduleOption) error {
 	if err := d.err(); err != nil {
 		return err
@@ -118,12 +125,14 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 	rec := schedule.Record{Spec: spec, Missed: schedule.Missed(o.missed)}
 	if o.loc != nil {
 		// Every process plans the ticks: the zone must mean the same to
-		// each, so it is stored by its IANA name.
-		if _, err := time.LoadLocation(o.loc.String()); err != nil || o.loc == time.Local || o.loc.String() == "Local" {
-			return fmt.Errorf("schedule %s: time zone %q: give a location from time.LoadLocation with an IANA name (such as \"Europe/Berlin\"), which every process reads the same: %w",
-				d.core.Name(), o.loc.String(), ErrInvalidArgument)
+		// each, so it is stored by its IANA name, and must be the zone
+		// of that name.
+		zone, err := schedule.ZoneName(o.loc, time.Now())
+		if err != nil {
+			return fmt.Errorf("schedule %s: %w; give a location from time.LoadLocation with an IANA name (such as \"Europe/Berlin\"), which every process reads the same: %w",
+				d.core.Name(), err, ErrInvalidArgument)
 		}
-		rec.Zone = o.loc.String()
+		rec.Zone = zone
 	}
 	switch o.missed {
 	case MissedLatest, MissedSkip, MissedAll:
@@ -146,7 +155,7 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 		now := old.now
 		next := rec
 		var drop []string
-		if old.found && old.rec.Spec == rec.Spec && old.rec.Zone == rec.Zone {
+		if old.readable && old.rec.Spec == rec.Spec && old.rec.Zone == rec.Zone {
 			next.Next, next.Recent = old.rec.Next, old.rec.Recent // same ticks: keep them
 		} else {
 			next.Next = s.Next(now).UnixMilli()
@@ -182,12 +191,15 @@ func checkScheduleName(name string) error {
 }
 
 // stored is a schedule's record as read, and the Redis server's clock
-// just before (the clock the transfers plan ticks with).
+// just before (the clock the transfers plan ticks with). A record that is
+// no JSON is found but not readable: Schedule replaces it and Unschedule
+// deletes it, knowing none of its ticks.
 type stored struct {
-	raw   string
-	rec   schedule.Record
-	found bool
-	now   time.Time
+	raw      string
+	rec      schedule.Record
+	found    bool
+	readable bool
+	now      time.Time
 }
 
 func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
@@ -201,16 +213,15 @@ func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
 			return stored{now: now}, err
 		}
 		rec, err := schedule.Decode(raw)
-		if err != nil {
-			err = queue.Mark(queue.ErrCorrupt, err)
-		}
-		return stored{raw: raw, rec: rec, found: true, now: now}, err
+		return stored{raw: raw, rec: rec, found: true, readable: err == nil, now: now}, nil
 	}, nil)
 }
 
 // Unschedule deletes the schedule called name, and withdraws the ticks it
 // had materialized that have not fired: none fires after the call. It
-// returns false when there was no such schedule.
+// returns false when there was no such schedule. A stored schedule that
+// cannot be read (see Schedules) is deleted all the same, with the ticks
+// its record still lists.
 func (d *Queue[T]) Unschedule(ctx context.Context, name string) (bool, error) {
 	if err := d.err(); err != nil {
 		return false, err

@@ -70,6 +70,8 @@ var (
 	scheduleRemoveSrc string
 	//go:embed partitions.lua
 	partitionsSrc string
+	//go:embed schedule_park.lua
+	scheduleParkSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -101,6 +103,7 @@ var (
 	ScheduleAdvance = redis.NewScript(compose(scheduleAdvanceSrc)) // schedule_advance.lua
 	ScheduleRemove  = redis.NewScript(compose(scheduleRemoveSrc))  // schedule_remove.lua
 	Partitions      = redis.NewScript(compose(partitionsSrc))      // partitions.lua
+	SchedulePark    = redis.NewScript(compose(scheduleParkSrc))    // schedule_park.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.

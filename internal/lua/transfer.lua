@@ -100,6 +100,8 @@ end
 local sched = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
 local sched_due = -1
 if sched[2] then
-  sched_due = tonumber(sched[2])
+  -- A score no script wrote (negative, -inf) means due now, not "none";
+  -- the reply is an integer.
+  sched_due = math.min(math.max(tonumber(sched[2]) or 0, 0), 1e15)
 end
 return {moved_delayed + moved_retries, next_due, now, us, redis.call('HEXISTS', KEYS[5], 'paused'), sched_due}

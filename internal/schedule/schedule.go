@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/robfig/cron/v3"
 
@@ -22,9 +24,10 @@ import (
 // that learns of a schedule on its sweep is still in time.
 const Lead = 2 * time.Second
 
-// maxPlan bounds the ticks one plan looks at (an "@every 1s" schedule
-// that no process ran for a day has 86,400 missed ticks).
-const maxPlan = 100_000
+// maxAhead bounds the ticks one plan materializes ahead of now (at most
+// 3 fit in the lead, cron's resolution being a second): a guard, never
+// reached.
+const maxAhead = 16
 
 // MaxAll bounds how many missed ticks MissedAll fires: the latest ones.
 const MaxAll = 100
@@ -47,25 +50,47 @@ var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron
 // Parse parses spec: five fields (minute to weekday), or six with seconds
 // first; a descriptor (@every 90s, @hourly, @daily, @weekly, @monthly,
 // @yearly); a CRON_TZ= or TZ= prefix names its time zone, else loc (UTC
-// when nil).
+// when nil). The prefix's zone must load with time.LoadLocation and must
+// not be the process's own (Local, localtime).
 //
 // The zone is always named to the parser: without one, robfig/cron reads
 // the spec in the zone of the time given to Next, and the times this
 // package and its callers hand it (time.UnixMilli, the server's TIME) are
 // in the process's local zone, so processes in different zones would plan
-// different ticks for one schedule.
-func Parse(spec string, loc *time.Location) (cron.Schedule, error) {
+// different ticks for one schedule. The prefix is split here, not by the
+// parser, which panics on a prefix with nothing after it; a panic of the
+// parser is returned as an error all the same.
+func Parse(spec string, loc *time.Location) (sched cron.Schedule, err error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty", ErrSpec)
 	}
-	if loc == nil {
-		loc = time.UTC
+	zone := "UTC"
+	if loc != nil {
+		zone = loc.String()
 	}
-	if !strings.HasPrefix(s, "CRON_TZ=") && !strings.HasPrefix(s, "TZ=") && !strings.HasPrefix(s, "@every") {
-		s = "CRON_TZ=" + loc.String() + " " + s
+	if p, ok := zonePrefix(s); ok {
+		name, rest := s[len(p):], ""
+		if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
+			name, rest = name[:i], strings.TrimSpace(name[i:])
+		}
+		if rest == "" {
+			return nil, fmt.Errorf("%w: %q names a time zone and no schedule", ErrSpec, spec)
+		}
+		if _, err := LoadZone(name); err != nil {
+			return nil, fmt.Errorf("%w: %q: %w", ErrSpec, spec, err)
+		}
+		zone, s = name, rest
 	}
-	sched, err := parser.Parse(s)
+	if !strings.HasPrefix(s, "@every") { // @every has no zone
+		s = "CRON_TZ=" + zone + " " + s
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			sched, err = nil, fmt.Errorf("%w: %q: the cron parser failed: %v", ErrSpec, spec, p)
+		}
+	}()
+	sched, err = parser.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrSpec, spec, err)
 	}
@@ -75,42 +100,180 @@ func Parse(spec string, loc *time.Location) (cron.Schedule, error) {
 	return sched, nil
 }
 
+// zonePrefix returns the prefix of a spec that names its time zone.
+func zonePrefix(s string) (string, bool) {
+	for _, p := range []string{"CRON_TZ=", "TZ="} {
+		if strings.HasPrefix(s, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// LoadZone loads the time zone called name, as every process must read it
+// the same: an IANA name, not empty, and not the process's own zone
+// ("Local", or "localtime", which some systems' zone databases link to
+// it).
+func LoadZone(name string) (*time.Location, error) {
+	switch {
+	case name == "":
+		return nil, errors.New("empty time zone")
+	case strings.EqualFold(name, "Local"), strings.EqualFold(name, "localtime"):
+		return nil, fmt.Errorf("time zone %q is each process's own: name one, such as \"Europe/Berlin\"", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("time zone %q: %w", name, err)
+	}
+	return loc, nil
+}
+
+// How far from now ZoneName compares a location with the zone of its
+// name: back for missed ticks, ahead for the ticks to come.
+const (
+	zoneCheckBack  = 366 * 24 * time.Hour
+	zoneCheckAhead = 10 * 366 * 24 * time.Hour
+)
+
+// ZoneName returns the name a schedule's zone is stored by, which every
+// process loads with time.LoadLocation: loc's own, when the zone of that
+// name has loc's offset at every instant from a year before now to ten
+// years after. So a location from time.LoadLocation is accepted, and so is
+// a time.FixedZone named after a zone that has that offset all the while
+// (time.FixedZone("UTC", 0)); one whose name is another zone's
+// (time.FixedZone("UTC", 5*3600), a fixed "Europe/Berlin", which has no
+// daylight saving) is refused, as is the process's own zone (time.Local).
+func ZoneName(loc *time.Location, now time.Time) (string, error) {
+	name := loc.String()
+	named, err := LoadZone(name)
+	if err != nil {
+		return "", err
+	}
+	from, to := now.Add(-zoneCheckBack), now.Add(zoneCheckAhead)
+	for t, i := from, 0; t.Before(to) && i < 1000; i++ {
+		a, b := t.In(loc), t.In(named)
+		_, offA := a.Zone()
+		_, offB := b.Zone()
+		if offA != offB {
+			return "", fmt.Errorf("time zone %q is not the zone of that name (a time.FixedZone?): at %v it is %s, and %q is %s",
+				name, t.UTC().Format(time.RFC3339), offset(offA), name, offset(offB))
+		}
+		// On to the next change of either.
+		_, endA := a.ZoneBounds()
+		_, endB := b.ZoneBounds()
+		next := endA
+		if next.IsZero() || !endB.IsZero() && endB.Before(next) {
+			next = endB
+		}
+		if next.IsZero() || !next.After(t) {
+			break
+		}
+		t = next
+	}
+	return name, nil
+}
+
+// offset formats a zone offset in seconds east of UTC as UTC±hh:mm.
+func offset(sec int) string {
+	sign := "+"
+	if sec < 0 {
+		sign, sec = "-", -sec
+	}
+	return fmt.Sprintf("UTC%s%02d:%02d", sign, sec/3600, sec%3600/60)
+}
+
 // Plan returns the ticks to materialize now: those from next (the first
 // tick not yet materialized; inclusive) up to now+Lead, with the ticks
 // whose time has passed kept as policy says; and the first tick after
 // them, the new next. A running process materializes each tick Lead
 // before its time, so a tick found past was missed: no process ran (or
 // none could reach Redis) for at least Lead.
+//
+// The missed ticks are found back from now (see latestBefore), so a plan
+// costs the same after an outage of any length.
 func Plan(s cron.Schedule, next, now time.Time, policy Missed) (ticks []time.Time, newNext time.Time) {
-	var missed []time.Time
 	t := next
-	for range maxPlan {
+	if !t.IsZero() && t.Before(now) {
+		keep := 0
+		switch policy {
+		case MissedSkip:
+		case MissedAll:
+			keep = MaxAll
+		default:
+			keep = 1
+		}
+		last := latestBefore(s, next, now)
+		for l := last; len(ticks) < keep && !l.IsZero(); l = latestBefore(s, next, l) {
+			ticks = append(ticks, l)
+		}
+		slices.Reverse(ticks)
+		t = s.Next(last)
+	}
+	for range maxAhead {
 		if t.IsZero() || t.After(now.Add(Lead)) {
 			break
 		}
-		if t.Before(now) {
-			missed = append(missed, t)
-		} else {
-			ticks = append(ticks, t)
-		}
+		ticks = append(ticks, t)
 		t = s.Next(t)
 	}
-	if !t.IsZero() && t.Before(now) { // past the bound: skip to now
-		t = s.Next(now)
+	return ticks, t
+}
+
+// latestBefore returns the latest tick before end of the ticks that start
+// at from (from itself, then s.Next of each); zero when from is not before
+// end. It does not walk the ticks in between. An @every schedule's ticks
+// after the first are a whole number of steps apart: counted. A cron
+// schedule's ticks after from are the instants its fields match, on whole
+// seconds, whatever the tick before: searched back from end, in windows
+// that double until one holds a tick, then by halving that window down to
+// a second, about 2·log2((end−tick)/1s) calls of s.Next.
+func latestBefore(s cron.Schedule, from, end time.Time) time.Time {
+	if !from.Before(end) {
+		return time.Time{}
 	}
-	switch policy {
-	case MissedSkip:
-		missed = nil
-	case MissedAll:
-		if len(missed) > MaxAll {
-			missed = missed[len(missed)-MaxAll:]
+	first := s.Next(from)
+	if first.IsZero() || !first.Before(end) {
+		return from
+	}
+	if every, ok := s.(cron.ConstantDelaySchedule); ok {
+		// first is on a whole second (Next truncates), and the ticks
+		// after it are first + k·step: the largest k whose tick is
+		// before end.
+		step := int64(every.Delay / time.Second)
+		last := end.Unix()
+		if end.Nanosecond() == 0 {
+			last--
 		}
-	default:
-		if len(missed) > 1 {
-			missed = missed[len(missed)-1:]
+		k := (last - first.Unix()) / step
+		return time.Unix(first.Unix()+k*step, 0).In(first.Location())
+	}
+	// A tick in (x, end) for x = lo; none for x = hi.
+	hasTick := func(x time.Time) bool {
+		n := s.Next(x)
+		return !n.IsZero() && n.Before(end)
+	}
+	lo, hi := from, end
+	for w := time.Second; ; w *= 2 {
+		x := end.Add(-w)
+		if !x.After(from) || w > 1<<61 {
+			break
+		}
+		if hasTick(x) {
+			lo = x
+			break
+		}
+		hi = x
+	}
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if hasTick(mid) {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
-	return append(missed, ticks...), t
+	// The ticks in (lo, end) lie in (lo, hi], under a second: one.
+	return s.Next(lo)
 }
 
 // TickID is the ID of the item of schedule name's tick at t: stable, so
@@ -155,22 +318,32 @@ func (r Record) Location() (*time.Location, error) {
 	if r.Zone == "" {
 		return nil, nil
 	}
-	return time.LoadLocation(r.Zone)
+	return LoadZone(r.Zone)
 }
 
 // Parsed parses the record's spec.
 func (r Record) Parsed() (cron.Schedule, error) {
 	loc, err := r.Location()
 	if err != nil {
-		return nil, fmt.Errorf("%w: time zone %q: %w", ErrSpec, r.Zone, err)
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	return Parse(r.Spec, loc)
 }
 
 // Advance plans the ticks to materialize at now and returns them with the
 // record that follows and when its next tick must be materialized (ms).
-func (r Record) Advance(s cron.Schedule, now time.Time) (ticks []time.Time, next Record, dueMs int64) {
+// It fails (ErrSpec) when the schedule has no tick after them, or when
+// planning panics: a record read from Redis never stops its reader.
+func (r Record) Advance(s cron.Schedule, now time.Time) (ticks []time.Time, next Record, dueMs int64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ticks, next, dueMs, err = nil, r, 0, fmt.Errorf("%w: %q: planning failed: %v", ErrSpec, r.Spec, p)
+		}
+	}()
 	ticks, n := Plan(s, time.UnixMilli(r.Next), now, r.Missed)
+	if n.IsZero() {
+		return nil, r, 0, fmt.Errorf("%w: %q has no tick after %v", ErrSpec, r.Spec, time.UnixMilli(r.Next).UTC())
+	}
 	next = r
 	next.Next = n.UnixMilli()
 	next.Recent = append([]int64(nil), r.Recent...)
@@ -180,7 +353,7 @@ func (r Record) Advance(s cron.Schedule, now time.Time) (ticks []time.Time, next
 	if len(next.Recent) > keepRecent {
 		next.Recent = next.Recent[len(next.Recent)-keepRecent:]
 	}
-	return ticks, next, DueMs(n)
+	return ticks, next, DueMs(n), nil
 }
 
 // DueMs is when a schedule whose next tick is at next must materialize

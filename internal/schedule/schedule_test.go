@@ -93,7 +93,10 @@ func TestRecord(t *testing.T) {
 	}
 	s, _ := Parse(r.Spec, nil)
 	for range 20 {
-		_, r2, _ := r.Advance(s, time.UnixMilli(r.Next).Add(-Lead))
+		_, r2, _, err := r.Advance(s, time.UnixMilli(r.Next).Add(-Lead))
+		if err != nil {
+			t.Fatal(err)
+		}
 		r = r2
 	}
 	if len(r.Recent) > keepRecent {
@@ -249,7 +252,10 @@ func TestAdvanceRecordPlannedInAnotherZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	est := time.FixedZone("EST", -5*3600)
-	ticks, next, due := r.Advance(s, old.Add(-Lead).In(est))
+	ticks, next, due, err := r.Advance(s, old.Add(-Lead).In(est))
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 	if !slices.EqualFunc(ticks, []time.Time{old}, time.Time.Equal) || next.Next != want.UnixMilli() || due != DueMs(want) {
 		t.Errorf("Advance = %v, next %v, due %v; want [%v], next %v", ticks, time.UnixMilli(next.Next).UTC(), time.UnixMilli(due).UTC(), old, want)

@@ -81,6 +81,15 @@ func (q *Queue) ScheduleRemove(ctx context.Context, name, old string, drop []str
 	return q.c.eval(ctx, lua.ScheduleRemove, []string{k.Schedules, k.ScheduleValues, k.ScheduleDue, k.Delayed, k.Items}, args...).Int64()
 }
 
+// SchedulePark sets schedule name aside until untilMs if its record is
+// still old ("" for none: its due entry is removed instead)
+// (schedule_park.lua): 1 set aside, 0 due entry removed, -1 the record
+// changed meanwhile.
+func (q *Queue) SchedulePark(ctx context.Context, name, old string, untilMs int64) (int64, error) {
+	k := q.K
+	return q.c.eval(ctx, lua.SchedulePark, []string{k.Schedules, k.ScheduleDue}, name, old, untilMs).Int64()
+}
+
 // Now reads the Redis server's clock.
 func (c *Client) Now(ctx context.Context) (time.Time, error) {
 	return c.rdb.Time(ctx).Result()

@@ -25,9 +25,11 @@ type worker struct {
 	announceQ bool
 	codec     string
 	announced bool
-	// specs caches parsed schedule specs; only the worker's goroutine
-	// uses it.
+	// specs caches parsed schedule specs, and bad holds the record last
+	// logged of each schedule that cannot be planned; only the worker's
+	// goroutine uses them.
 	specs map[string]cron.Schedule
+	bad   map[string]string
 	quit  chan struct{}
 	done  chan struct{}
 	bg    store.Calls // script calls left to finish after stop
@@ -175,8 +177,8 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 			}
 			// A schedule that could not be advanced is tried again on
 			// the sweep, not in a loop.
-			if due > nowMs {
-				wait = min(wait, time.Duration(due-nowMs)*time.Millisecond)
+			if due > nowMs && due-nowMs < wait.Milliseconds() {
+				wait = time.Duration(due-nowMs) * time.Millisecond
 			}
 		}
 		lease, err := w.reclaim(ctx)
