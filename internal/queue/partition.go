@@ -74,10 +74,32 @@ func (e *LayoutError) Error() string {
 
 func (e *LayoutError) Unwrap() error { return ErrInvalidQueue }
 
-// Stats reads the queue's stats (after the check of its number of
-// partitions, on the first call).
+// Stats reads the queue's stats in one round trip, the check of its
+// number of partitions included when it is due.
 func (c *Core) Stats(ctx context.Context) (store.Stats, error) {
-	return Call(ctx, c, c.Store.Stats, nil)
+	if c.layout == nil || c.layout.done.Load() {
+		return Call(ctx, c, c.Store.Stats, nil)
+	}
+	type result struct {
+		st store.Stats
+		n  int
+	}
+	r, err := store.Await(ctx, nil, &c.bg, func(ctx context.Context) (result, error) {
+		st, n, err := c.Store.StatsPartitions(ctx, c.layout.meta, c.layout.n)
+		return result{st, n}, err
+	}, nil)
+	if err != nil {
+		return store.Stats{}, err
+	}
+	c.layout.mu.Lock()
+	defer c.layout.mu.Unlock()
+	if !c.layout.done.Load() {
+		c.layout.settle(r.n)
+	}
+	if err := c.layout.err; err != nil {
+		return store.Stats{}, err
+	}
+	return r.st, nil
 }
 
 // failed returns the check's error once it is known.

@@ -264,13 +264,17 @@ type Stats struct {
 
 // Stats reads the queue's counts, pause flag and timings (stats.lua).
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	k := q.K
-	res, err := q.c.eval(ctx, lua.Stats,
-		[]string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio}).Int64Slice()
+	res, err := q.c.eval(ctx, lua.Stats, q.statsKeys()).Int64Slice()
 	if err != nil {
 		return Stats{}, err
 	}
 	return statsOf(res)
+}
+
+// statsKeys are the KEYS of stats.lua.
+func (q *Queue) statsKeys() []string {
+	k := q.K
+	return []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio}
 }
 
 // statsOf reads the reply of stats.lua.

@@ -18,13 +18,52 @@ import (
 // that holds keys but no record (used before the record existed) is
 // recorded as 1.
 func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
-	k := q.K
-	got, err := q.c.eval(ctx, lua.Partitions, []string{k.Meta, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready,
-		k.Prio, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Schedules}, n).Text()
+	got, err := q.c.eval(ctx, lua.Partitions, q.partitionsKeys(), n).Text()
 	if err != nil {
 		return 0, err
 	}
 	return q.partitionsOf(got)
+}
+
+// partitionsKeys are the KEYS of partitions.lua: q's meta hash first.
+func (q *Queue) partitionsKeys() []string {
+	k := q.K
+	return []string{k.Meta, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready,
+		k.Prio, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Schedules}
+}
+
+// StatsPartitions is Stats of q, and Partitions(n) of part0 (the queue's
+// partition 0, q itself without partitions), in one round trip: the
+// overview of many queues reads each in one.
+func (q *Queue) StatsPartitions(ctx context.Context, part0 *Queue, n int) (Stats, int, error) {
+	var parts, st *redis.Cmd
+	_, _ = q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		parts = lua.Partitions.EvalSha(ctx, p, part0.partitionsKeys(), n)
+		st = lua.Stats.EvalSha(ctx, p, q.statsKeys())
+		return nil
+	})
+	if redis.HasErrorPrefix(parts.Err(), "NOSCRIPT") || redis.HasErrorPrefix(st.Err(), "NOSCRIPT") {
+		got, err := part0.Partitions(ctx, n)
+		if err != nil {
+			return Stats{}, 0, err
+		}
+		s, err := q.Stats(ctx)
+		return s, got, err
+	}
+	got, err := parts.Text()
+	if err != nil {
+		return Stats{}, 0, err
+	}
+	recorded, err := part0.partitionsOf(got)
+	if err != nil {
+		return Stats{}, 0, err
+	}
+	res, err := st.Int64Slice()
+	if err != nil {
+		return Stats{}, 0, err
+	}
+	s, err := statsOf(res)
+	return s, recorded, err
 }
 
 // RecordedPartitions reads the queue's number of partitions from its meta
