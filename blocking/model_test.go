@@ -1672,6 +1672,12 @@ func (s *modelMachine) check(t *rapid.T) {
 	// The codec's name is announced by the transfer's first run, at a time
 	// the model does not follow; it is checked by the inspect tests.
 	delete(st.meta, "codec")
+	// Every process records the queue's number of partitions at its first
+	// call: 1 here (the partition tests check when).
+	if p, ok := st.meta["partitions"]; ok && p != "1" {
+		t.Fatalf("meta hash records %q partitions, want 1", p)
+	}
+	delete(st.meta, "partitions")
 	wantMeta := map[string]string{}
 	if m.meta > 0 {
 		wantMeta["max_attempts"] = strconv.Itoa(m.meta)
