@@ -11,6 +11,7 @@ import (
 
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // Handler processes one delivery for [Queue.Consume]. Returning nil acks
@@ -583,20 +584,21 @@ func (c *consumer[T]) handle(d *Delivery[T]) {
 	}()
 
 	defer c.freed(1) // its lease ended (settled), or will (lost)
-	pctx, span := c.q.core.Tel.StartProcess(hctx, d.ID, d.Attempt, d.Headers)
-	start := time.Now()
+	pctx, op := c.q.core.Tel.StartProcess(hctx, d.ID, d.Attempt, d.Headers)
 	err := c.call(pctx, d)
-	c.q.core.Tel.Processed(pctx, span, time.Since(start), err)
+	c.q.core.Tel.Processed(pctx, op, cause(err))
 	if d.isSettled() {
 		return // settled by the handler, or given back at shutdown
 	}
-	ctx := c.handlerBg
+	// The settlement's span is a child of the process span; its calls
+	// outlive the handler's context.
+	ctx := c.q.core.Tel.Within(c.handlerBg, op)
 	var settleErr error
 	var skip *skipRetry
 	var after *retryAfter
 	switch {
 	case err == nil:
-		settleErr = c.ack(d)
+		settleErr = c.ack(ctx, d)
 	case errors.As(err, &skip):
 		settleErr = d.nack(ctx, 0, skip.err.Error(), true)
 	case errors.As(err, &after):
@@ -620,14 +622,31 @@ func (c *consumer[T]) handle(d *Delivery[T]) {
 	log.Error("redelay: could not settle delivery; it will be redelivered after the visibility timeout", "err", settleErr, "handler_err", err)
 }
 
-// ack queues d's ack for the batcher and waits for its result.
-func (c *consumer[T]) ack(d *Delivery[T]) error {
+// cause is a handler's error without the wrapper of SkipRetry or
+// RetryAfter, which say what to do with it, not what failed.
+func cause(err error) error {
+	var skip *skipRetry
+	var after *retryAfter
+	switch {
+	case errors.As(err, &skip):
+		return skip.err
+	case errors.As(err, &after):
+		return after.err
+	}
+	return err
+}
+
+// ack queues d's ack for the batcher and waits for its result. Its span
+// (under ctx's) lasts from the queueing to the result.
+func (c *consumer[T]) ack(ctx context.Context, d *Delivery[T]) (err error) {
+	ctx, op := d.q.core.Tel.StartSettle(ctx, telemetry.Ack, d.ID, d.Headers)
+	defer func() { d.q.core.Tel.Settled(ctx, op, false, err) }()
 	done := make(chan error, 1)
 	select {
 	case c.acks <- ackRequest[T]{d, done}:
 		return <-done
 	case <-c.stopAcks: // a handler that outlived shutdown
-		return d.Ack(c.handlerBg)
+		return d.q.ackAll(ctx, []*Delivery[T]{d})[0]
 	}
 }
 

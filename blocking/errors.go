@@ -32,7 +32,7 @@ var (
 	// it expired and the item was made ready again (perhaps delivered to
 	// another consumer), or the delivery was already settled or given
 	// back. Nothing was changed.
-	ErrLeaseLost = errors.New("redelay: lease lost")
+	ErrLeaseLost = queue.ErrLeaseLost
 	// ErrNotReplicated: a write of a queue made WithReplicaAck was done on
 	// the master, but fewer replicas than asked confirmed it within the
 	// timeout. An offer returns its ID with it (the item is stored); an

@@ -576,8 +576,7 @@ func TestWaitingReceiversCostNoWrites(t *testing.T) {
 	rdb := srv.Client(t)
 	// The receive script's calls by this process (the waiters'; the
 	// producer below has a client of its own).
-	receives := &scriptCounter{sha: lua.Receive.Hash()}
-	rdb.AddHook(receives)
+	receives := redistest.CountScript(rdb, lua.Receive)
 	name := redistest.QueueName(t)
 	// A long sweep and no timers: the queue's transfer stays quiet.
 	q := blocking.New[string](rdb, name, blocking.WithSweepInterval(time.Hour))
@@ -607,7 +606,7 @@ func TestWaitingReceiversCostNoWrites(t *testing.T) {
 		return rdb.ZScore(context.Background(), keys.Registry, name).Err() == nil
 	})
 	aof := infoInt(t, rdb, "persistence", "aof_current_size")
-	before := receives.n.Load()
+	before := receives.Load()
 	// Each waiter blocks at most half a second at a time: this spans
 	// several rounds of waiting.
 	time.Sleep(1200 * time.Millisecond)
@@ -631,28 +630,9 @@ func TestWaitingReceiversCostNoWrites(t *testing.T) {
 		t.Fatalf("%d more receivers returned", len(got))
 	}
 	// One lease: no other waiter ran the receive script.
-	if n := receives.n.Load() - before; n != 1 {
+	if n := receives.Load() - before; n != 1 {
 		t.Fatalf("%d receive script calls for one delivery, want 1", n)
 	}
-}
-
-// scriptCounter counts EVALSHA calls of one script through a client hook.
-type scriptCounter struct {
-	sha string
-	n   atomic.Int64
-}
-
-func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && fmt.Sprint(args[0]) == "evalsha" && fmt.Sprint(args[1]) == c.sha {
-			c.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // Consume extends the leases of all its running handlers in one round trip
@@ -661,8 +641,7 @@ func TestLeaseExtensionsBatched(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(redistest.Standalone(t).Options())
 	t.Cleanup(func() { _ = rdb.Close() })
-	counter := &scriptCounter{sha: lua.Extend.Hash()}
-	rdb.AddHook(counter)
+	counter := redistest.CountScript(rdb, lua.Extend)
 	name := redistest.QueueName(t)
 	const vis = 300 * time.Millisecond // a tick every 100 ms
 	q := blocking.New[int](rdb, name, blocking.WithVisibilityTimeout(vis))
@@ -686,9 +665,9 @@ func TestLeaseExtensionsBatched(t *testing.T) {
 		}, blocking.WithConcurrency(n))
 	}()
 	redistest.WaitFor(t, 5*time.Second, "all handlers running", func() bool { return running.Load() == n })
-	before := counter.n.Load()
+	before := counter.Load()
 	time.Sleep(time.Second)
-	calls := counter.n.Load() - before
+	calls := counter.Load() - before
 	close(release)
 	cancel()
 	<-done

@@ -9,6 +9,7 @@ import (
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // ErrNotFound: no item with the given ID is where the call looks for it
@@ -111,7 +112,7 @@ func (q *Queue[T]) ReceiveBatch(ctx context.Context, max int) ([]*Delivery[T], e
 	if max < 1 || max > maxReceive {
 		return nil, fmt.Errorf("receive %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
 	}
-	return q.receive(ctx, max, DefaultBackoff, store.Limits{})
+	return q.pull(ctx, max, true)
 }
 
 // TakeBatch is Take for up to max items at once: it waits until at least
@@ -151,12 +152,15 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, max int) ([]T, error) {
 			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
 		}
 		var out []T
+		var msgs []telemetry.Msg
 		for _, raw := range raws {
-			if v, ok := q.taken(ctx, raw, start); ok {
+			if v, msg, ok := q.taken(ctx, raw); ok {
 				out = append(out, v)
+				msgs = append(msgs, msg)
 			}
 		}
 		if len(out) > 0 {
+			q.core.Tel.ReceivedBatch(ctx, start, msgs)
 			return out, nil
 		}
 	}
@@ -232,10 +236,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 func statsOf(st store.Stats) Stats {
 	s := Stats{
 		Delayed: st.Delayed, Retry: st.Retry, Ready: st.Ready, Inflight: st.Inflight, Dead: st.Dead,
-		Paused: st.Paused,
-	}
-	if st.OldestReadyDueMs >= 0 {
-		s.Latency = max(0, time.Duration(st.NowUs-st.OldestReadyDueMs*1000)*time.Microsecond)
+		Paused: st.Paused, Latency: st.Latency(),
 	}
 	if st.NextDueUs >= 0 {
 		s.NextDue = time.UnixMicro(st.NextDueUs)

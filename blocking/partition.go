@@ -12,6 +12,7 @@ import (
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // A queue opened WithPartitions(n > 1) is n ordinary queues, one per
@@ -32,24 +33,20 @@ func (q *Queue[T]) partition() {
 }
 
 // setParts makes q the queue of these partitions (parts[0].core is
-// q.core): its depth gauge reports their sum.
+// q.core): its gauges report the queue's Stats, one script call per
+// partition.
 func (q *Queue[T]) setParts(parts []*Queue[T]) {
 	q.parts = parts
 	q.fan = newFanIn(parts)
-	q.core.SetDepths(func(ctx context.Context) (store.Depths, error) {
-		var sum store.Depths
-		for _, p := range parts {
-			d, err := p.core.Store.Depths(ctx)
-			if err != nil {
-				return store.Depths{}, err
-			}
-			sum.Delayed += d.Delayed
-			sum.Retry += d.Retry
-			sum.Ready += d.Ready
-			sum.Inflight += d.Inflight
-			sum.Dead += d.Dead
+	q.core.SetGauges(func(ctx context.Context) (telemetry.Reading, error) {
+		s, err := q.statsParts(ctx)
+		if err != nil {
+			return telemetry.Reading{}, err
 		}
-		return sum, nil
+		return telemetry.Reading{
+			Delayed: s.Delayed, Retry: s.Retry, Ready: s.Ready, Inflight: s.Inflight, Dead: s.Dead,
+			Paused: s.Paused, Latency: s.Latency,
+		}, nil
 	})
 }
 
@@ -150,7 +147,8 @@ func (q *Queue[T]) takeParts(ctx context.Context, deadline time.Time) (T, bool, 
 		if raw == nil {
 			continue
 		}
-		if v, ok := from.taken(ctx, raw, start); ok {
+		if v, msg, ok := from.taken(ctx, raw); ok {
+			q.core.Tel.Received(ctx, start, msg)
 			return v, true, nil
 		}
 	}
@@ -164,7 +162,6 @@ func (q *Queue[T]) receiveParts(ctx context.Context, max int, backoff func(int) 
 	if err := q.start(ctx); err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	n := min(max, maxReceive)
 	for {
 		// Paused (Pause pauses every partition): wait for Resume.
@@ -174,7 +171,7 @@ func (q *Queue[T]) receiveParts(ctx context.Context, max int, backoff func(int) 
 		first := q.firstPart()
 		for j := range q.parts {
 			p := q.parts[(first+j)%len(q.parts)]
-			ds, err := p.lease(ctx, n, nil, start, backoff, store.Limits{})
+			ds, err := p.lease(ctx, n, nil, backoff, store.Limits{})
 			if errors.Is(err, store.ErrPaused) {
 				p.core.SawPaused()
 				continue
@@ -191,7 +188,7 @@ func (q *Queue[T]) receiveParts(ctx context.Context, max int, backoff func(int) 
 			return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
 		}
 		p := q.parts[c.part]
-		ds, err := p.lease(ctx, n, c.raw, start, backoff, store.Limits{})
+		ds, err := p.lease(ctx, n, c.raw, backoff, store.Limits{})
 		if errors.Is(err, store.ErrPaused) {
 			p.core.SawPaused() // the script gave the claimed item back
 			continue
@@ -571,12 +568,15 @@ func (q *Queue[T]) takeBatchParts(ctx context.Context, max int) ([]T, error) {
 			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
 		}
 		var out []T
+		var msgs []telemetry.Msg
 		for _, raw := range raws {
-			if v, ok := from.taken(ctx, raw, start); ok {
+			if v, msg, ok := from.taken(ctx, raw); ok {
 				out = append(out, v)
+				msgs = append(msgs, msg)
 			}
 		}
 		if len(out) > 0 {
+			q.core.Tel.ReceivedBatch(ctx, start, msgs)
 			return out, nil
 		}
 	}

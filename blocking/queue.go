@@ -13,6 +13,7 @@ import (
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // Queue is a typed, Redis-backed FIFO queue of T. It is safe for concurrent
@@ -179,18 +180,10 @@ func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string,
 	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
-	ctx, span, trace := q.core.Tel.StartSend(ctx, id, 0)
+	ctx, op, trace := q.core.Tel.StartSend(ctx, id, 0)
 	err = q.route(id).offer(ctx, id, v, &o, trace)
-	q.core.Tel.Sent(ctx, span, offered(err), err)
+	q.core.Tel.Sent(ctx, op, 1, err)
 	return queue.OfferResult(id, err)
-}
-
-// offered is how many items an offer that ended with err stored.
-func offered(err error) int {
-	if err != nil {
-		return 0
-	}
-	return 1
 }
 
 func (q *Queue[T]) offer(ctx context.Context, id string, v T, o *offerOptions, trace map[string]string) error {
@@ -273,7 +266,8 @@ func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error
 			continue
 		}
 		pop = true
-		if v, ok := q.taken(ctx, raw, start); ok {
+		if v, msg, ok := q.taken(ctx, raw); ok {
+			q.core.Tel.Received(ctx, start, msg)
 			return v, true, nil
 		}
 	}
@@ -281,19 +275,20 @@ func (q *Queue[T]) take(ctx context.Context, deadline time.Time) (T, bool, error
 
 // taken decodes an item a Take popped: false, when it cannot be returned,
 // after dealing with it (an item past its TTL goes to the dead letters,
-// one that cannot be decoded is failed: see failTaken).
-func (q *Queue[T]) taken(ctx context.Context, raw []byte, start time.Time) (T, bool) {
+// one that cannot be decoded is failed: see failTaken). It counts the item
+// consumed, and returns what the span of the Take needs of it.
+func (q *Queue[T]) taken(ctx context.Context, raw []byte) (T, telemetry.Msg, bool) {
 	v, e, err := q.decode(raw)
 	switch {
 	case err != nil:
 		q.failTaken(ctx, raw, err)
-		return v, false
+		return v, telemetry.Msg{}, false
 	case queue.Expired(e, time.Now()):
 		q.expireTaken(ctx, raw, e.ID)
-		return v, false
+		return v, telemetry.Msg{}, false
 	}
-	q.core.Tel.Received(ctx, start, e.ID, e.Attempt+1, e.DueAt, e.Headers)
-	return v, true
+	q.core.Tel.Consumed(ctx, e.DueAt)
+	return v, telemetry.Msg{ID: e.ID, Attempt: e.Attempt + 1, Due: e.DueAt, Headers: e.Headers}, true
 }
 
 // errPollTimeout: a Poll's timeout passed while the queue was paused.

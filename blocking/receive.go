@@ -12,6 +12,7 @@ import (
 	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/telemetry"
 )
 
 const (
@@ -75,11 +76,36 @@ const (
 // default backoff, counted as a failed attempt, with the reason in its
 // HeaderError. Receive goes on to the next item.
 func (q *Queue[T]) Receive(ctx context.Context) (*Delivery[T], error) {
-	ds, err := q.receive(ctx, 1, DefaultBackoff, store.Limits{})
+	ds, err := q.pull(ctx, 1, false)
 	if err != nil {
 		return nil, err
 	}
 	return ds[0], nil
+}
+
+// pull is Receive and ReceiveBatch (batch): a receive for the caller, and
+// the span of the call.
+func (q *Queue[T]) pull(ctx context.Context, max int, batch bool) ([]*Delivery[T], error) {
+	start := time.Now()
+	ds, err := q.receive(ctx, max, DefaultBackoff, store.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	if !batch {
+		q.core.Tel.Received(ctx, start, ds[0].msg())
+		return ds, nil
+	}
+	msgs := make([]telemetry.Msg, len(ds))
+	for i, d := range ds {
+		msgs[i] = d.msg()
+	}
+	q.core.Tel.ReceivedBatch(ctx, start, msgs)
+	return ds, nil
+}
+
+// msg is what the span of an operation on d needs of it.
+func (d *Delivery[T]) msg() telemetry.Msg {
+	return telemetry.Msg{ID: d.ID, Attempt: d.Attempt, Due: d.DueAt, Headers: d.Headers}
 }
 
 // maxReceive bounds one receive script call (its results are unpacked).
@@ -97,7 +123,6 @@ func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.
 	if err := q.core.StartBackground(ctx); err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	var claimed []byte
 	lease := true // lease what is ready first, then after each claim
 	for {
@@ -108,7 +133,7 @@ func (q *Queue[T]) receive(ctx context.Context, max int, backoff func(int) time.
 			}
 		}
 		if lease {
-			ds, err := q.lease(ctx, min(max, maxReceive), claimed, start, backoff, lim)
+			ds, err := q.lease(ctx, min(max, maxReceive), claimed, backoff, lim)
 			var limited *store.Limited
 			if errors.As(err, &limited) {
 				// The script gave the claimed item back, first in line.
@@ -175,8 +200,9 @@ func (q *Queue[T]) awaitLimit(ctx context.Context, l *store.Limited) error {
 	}
 }
 
-// lease runs one receive script call; nil when nothing was ready.
-func (q *Queue[T]) lease(ctx context.Context, n int, claimed []byte, start time.Time, backoff func(int) time.Duration, lim store.Limits) ([]*Delivery[T], error) {
+// lease runs one receive script call; nil when nothing was ready. Each
+// item leased is counted consumed.
+func (q *Queue[T]) lease(ctx context.Context, n int, claimed []byte, backoff func(int) time.Duration, lim store.Limits) ([]*Delivery[T], error) {
 	vis := q.core.Cfg.Visibility
 	prefix := queue.NewToken()
 	sent := time.Now()
@@ -209,7 +235,7 @@ func (q *Queue[T]) lease(ctx context.Context, n int, claimed []byte, start time.
 		if r.Start > 0 {
 			d.start = replied.Add(r.Start)
 		}
-		q.core.Tel.Received(ctx, start, d.ID, d.Attempt, d.DueAt, d.Headers)
+		q.core.Tel.Consumed(ctx, d.DueAt)
 		ds = append(ds, d)
 	}
 	return ds, nil
@@ -349,7 +375,10 @@ func (d *Delivery[T]) isSettled() bool {
 // done on the master but replicas did not confirm it in time: after a
 // failover the item may be delivered again.
 func (d *Delivery[T]) Ack(ctx context.Context) error {
-	return d.q.ackAll(ctx, []*Delivery[T]{d})[0]
+	ctx, op := d.q.core.Tel.StartSettle(ctx, telemetry.Ack, d.ID, d.Headers)
+	err := d.q.ackAll(ctx, []*Delivery[T]{d})[0]
+	d.q.core.Tel.Settled(ctx, op, false, err)
+	return err
 }
 
 // ackAll acks deliveries of q in one round trip, and returns each one's
@@ -442,20 +471,32 @@ func WithReason(err error) NackOption {
 
 // nack settles a failed delivery: a retry after delay, or the dead letters
 // (dead, or the last attempt).
-func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string, dead bool) (err error) {
+func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason string, dead bool) error {
+	how := telemetry.Nack
+	if dead {
+		how = telemetry.DeadLetter
+	}
+	ctx, op := d.q.core.Tel.StartSettle(ctx, how, d.ID, d.Headers)
+	status, err := d.settleFailed(ctx, delay, reason, dead)
+	d.q.core.Tel.Settled(ctx, op, status == settleDead, err)
+	return err
+}
+
+// settleFailed is nack's work; status is settle.lua's outcome.
+func (d *Delivery[T]) settleFailed(ctx context.Context, delay time.Duration, reason string, dead bool) (status int64, err error) {
 	if err := d.begin("nack", true); err != nil {
-		return err
+		return 0, err
 	}
 	status, maxAttempts, err := d.q.settle(ctx, store.Settle{
 		Token: d.token, Reason: reason, Dead: dead, Delay: delay, Attempt: d.Attempt,
 	})
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		d.abort()
-		return fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), err)
+		return 0, fmt.Errorf("nack %s in %s: %w", d.ID, d.q.Name(), err)
 	}
 	notReplicated := err // nil, or settled on the master without replicas' confirmation
 	if err := d.end("nack", status != settleLost); err != nil {
-		return err
+		return status, err
 	}
 	defer func() {
 		if notReplicated != nil {
@@ -470,7 +511,7 @@ func (d *Delivery[T]) nack(ctx context.Context, delay time.Duration, reason stri
 	case status != settleLost:
 		d.q.core.Tel.Nacked(ctx)
 	}
-	return nil
+	return status, nil
 }
 
 // Extend keeps the item leased for by more from now (not added to the

@@ -61,7 +61,7 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)
 	}
-	ctx, span, trace := d.core.Tel.StartSendBatch(ctx, len(values), delay)
+	ctx, op, trace := d.core.Tel.StartSendBatch(ctx, len(values), delay)
 	var ids []string
 	var err error
 	if d.parts != nil {
@@ -69,7 +69,7 @@ func (d *Queue[T]) OfferBatch(ctx context.Context, values []T, delay time.Durati
 	} else {
 		ids, err = d.offerBatch(ctx, values, nil, delay, &o, trace)
 	}
-	d.core.Tel.Sent(ctx, span, len(ids), err)
+	d.core.Tel.Sent(ctx, op, len(values), err)
 	return ids, err
 }
 

@@ -18,7 +18,7 @@ import (
 var (
 	// ErrDuplicate: an item with the ID given by WithID is still pending,
 	// or (WithUniqueFor) one was offered within the window.
-	ErrDuplicate = errors.New("redelay: duplicate id")
+	ErrDuplicate = queue.ErrDuplicate
 	// ErrInvalidArgument is blocking.ErrInvalidArgument: a negative or
 	// out-of-range delay or time, a bad ID or header.
 	ErrInvalidArgument = blocking.ErrInvalidArgument
@@ -291,13 +291,9 @@ func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay ti
 	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
 	}
-	ctx, span, trace := d.core.Tel.StartSend(ctx, id, max(delay, 0))
+	ctx, op, trace := d.core.Tel.StartSend(ctx, id, max(delay, 0))
 	err = d.route(id).send(ctx, id, v, mode, us, &o, trace)
-	sent := 1
-	if err != nil {
-		sent = 0
-	}
-	d.core.Tel.Sent(ctx, span, sent, err)
+	d.core.Tel.Sent(ctx, op, 1, err)
 	return queue.OfferResult(id, err)
 }
 

@@ -66,7 +66,8 @@ func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
 }
 
 // The producer span is in the request's trace; a Take in another goroutine,
-// with a fresh context, joins that trace under the producer span.
+// with a fresh context, makes a receive span of its own that links the
+// producer span (the item's creation context).
 func TestSpansCrossTheQueue(t *testing.T) {
 	b, opts := setup(t)
 	rdb := redistest.Standalone(t)
@@ -118,10 +119,10 @@ func TestSpansCrossTheQueue(t *testing.T) {
 		t.Fatalf("%d receive spans", len(recvs))
 	}
 	recv := recvs[0]
-	if recv.SpanKind() != trace.SpanKindConsumer || recv.SpanContext().TraceID() != req.SpanContext().TraceID() ||
-		recv.Parent().SpanID() != send.SpanContext().SpanID() {
-		t.Fatalf("receive span: kind %v, trace %v, parent %v; want a CONSUMER child of the send span in the request's trace",
-			recv.SpanKind(), recv.SpanContext().TraceID(), recv.Parent().SpanID())
+	if links := recv.Links(); recv.SpanKind() != trace.SpanKindClient || recv.Parent().IsValid() ||
+		len(links) != 1 || links[0].SpanContext.SpanID() != send.SpanContext().SpanID() {
+		t.Fatalf("receive span: kind %v, parent %v, links %v; want a CLIENT root span linking the send span",
+			recv.SpanKind(), recv.Parent().SpanID(), linkIDs(links))
 	}
 	if v, _ := attr(recv, "messaging.message.id"); v.AsString() != id {
 		t.Errorf("receive span message id = %q", v.AsString())

@@ -143,6 +143,8 @@ func Run(ctx context.Context, rdb redis.UniversalClient, queues []string, opts .
 		return fmt.Errorf("transfer: %w: %w", ErrInvalidQueue, errors.Join(errs...))
 	}
 	c := store.New(rdb)
+	o.tel.ServerAddress, o.tel.ServerPort = telemetry.ServerOf(rdb)
+	o.tel.ErrorType = queue.ErrorType
 	var regs []*transfer.Registration
 	defer func() {
 		for _, r := range regs {

@@ -1,5 +1,5 @@
 // Tracing follows orders through a delayed queue with OpenTelemetry: the
-// request that places an order, redelay's send, process and transfer spans,
+// request that places an order, redelay's send, process, ack and transfer spans,
 // the handler's own span and go-redis's command spans, in one trace; and the
 // queue's metrics on a Prometheus endpoint.
 //
@@ -254,7 +254,7 @@ func run() error {
 		fmt.Fprintln(os.Stderr, "tracing: flush telemetry:", err) // e.g. no collector: not what this checks
 	}
 
-	fmt.Printf("\nmetrics of queue %q scraped from %s\n(histogram buckets, and the messaging_system, messaging_destination_name and\notel_scope_* labels every sample has, left out):\n", queueName, metricsURL)
+	fmt.Printf("\nmetrics of queue %q scraped from %s\n(histogram buckets, and the messaging_system, messaging_destination_name,\nserver_address, server_port and otel_scope_* labels every sample has, left out):\n", queueName, metricsURL)
 	for _, l := range metrics {
 		fmt.Println("  " + l)
 	}
@@ -446,9 +446,9 @@ func scrape(ctx context.Context, url string) ([]string, error) {
 }
 
 // commonLabels matches the labels every sample of the queue has: the
-// otel_scope_* labels the exporter adds, messaging.system and
-// messaging.destination.name.
-var commonLabels = regexp.MustCompile(`,?(otel_scope_\w+|messaging_system|messaging_destination_name)="[^"]*"`)
+// otel_scope_* labels the exporter adds, messaging.system,
+// messaging.destination.name, server.address and server.port.
+var commonLabels = regexp.MustCompile(`,?(otel_scope_\w+|messaging_system|messaging_destination_name|server_address|server_port)="[^"]*"`)
 
 // checkMetrics reports the metrics that a run like this one must produce
 // but that the scrape did not show.
@@ -456,10 +456,13 @@ func checkMetrics(lines []string) error {
 	want := []string{
 		"messaging_client_sent_messages_total",
 		"messaging_client_consumed_messages_total",
+		"messaging_client_operation_duration_seconds_count",
 		"redelay_messages_acked_total",
 		"messaging_process_duration_seconds_count",
 		"redelay_lateness_seconds_count",
 		"redelay_queue_depth",
+		"redelay_queue_latency_seconds",
+		"redelay_queue_paused",
 		"redelay_transfer_batch_size_count",
 	}
 	var errs []error
@@ -549,11 +552,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 //
 //	POST /orders (server)
 //	└─ send orders (producer, the item's ID, its delay)
-//	   └─ process orders (consumer, the same ID)
-//	      └─ close unpaid order
+//	   └─ process orders (consumer, the same ID, a link to "send orders")
+//	      ├─ close unpaid order
+//	      └─ ack orders (client, the same ID)
 //
-// besides which it allows only Redis command spans (client), and "receive
-// orders" spans (consumer, the same ID) under "send orders".
+// besides which it allows only Redis command spans (client).
 func checkTree(root *node, itemID string) error {
 	if root == nil {
 		return errors.New("the order's trace has no root span")
@@ -592,19 +595,23 @@ func checkTree(root *node, itemID string) error {
 
 	expect(root.span.Name == "POST /orders", "the trace's root is %q, want \"POST /orders\"", root.span.Name)
 	send := one(root, spanName(tracing.SpanSend), trace.SpanKindProducer)
-	process := one(send, spanName(tracing.SpanProcess), trace.SpanKindConsumer, spanName(tracing.SpanReceive))
-	one(process, "close unpaid order", trace.SpanKindInternal)
+	process := one(send, spanName(tracing.SpanProcess), trace.SpanKindConsumer)
+	one(process, "close unpaid order", trace.SpanKindInternal, spanName(tracing.SpanAck))
+	ack := one(process, spanName(tracing.SpanAck), trace.SpanKindClient, "close unpaid order")
 	if send != nil {
 		expect(stringAttr(send.span.Attributes, semconv.MessagingMessageIDKey) == itemID,
 			"%q has message ID %q, want %q", send.span.Name, stringAttr(send.span.Attributes, semconv.MessagingMessageIDKey), itemID)
 		expect(intAttr(send.span.Attributes, tracing.DelayKey) == payWithin.Milliseconds(),
 			"%q has %s %d, want %d", send.span.Name, tracing.DelayKey, intAttr(send.span.Attributes, tracing.DelayKey), payWithin.Milliseconds())
-		for _, c := range send.children {
-			if c.span.Name == spanName(tracing.SpanReceive) || c.span.Name == spanName(tracing.SpanProcess) {
-				expect(stringAttr(c.span.Attributes, semconv.MessagingMessageIDKey) == itemID,
-					"%q has message ID %q, want %q", c.span.Name, stringAttr(c.span.Attributes, semconv.MessagingMessageIDKey), itemID)
-			}
+	}
+	for _, n := range []*node{process, ack} {
+		if n == nil {
+			continue
 		}
+		expect(stringAttr(n.span.Attributes, semconv.MessagingMessageIDKey) == itemID,
+			"%q has message ID %q, want %q", n.span.Name, stringAttr(n.span.Attributes, semconv.MessagingMessageIDKey), itemID)
+		expect(send != nil && len(n.span.Links) == 1 && n.span.Links[0].SpanContext.SpanID() == send.span.SpanContext.SpanID(),
+			"%q does not link the item's creation context (%q)", n.span.Name, spanName(tracing.SpanSend))
 	}
 	return errors.Join(errs...)
 }

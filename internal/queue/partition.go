@@ -134,8 +134,8 @@ func (c *Core) Partitions() int {
 // Partition returns the core of partition i (1..Partitions()-1) of the
 // queue whose partition 0 is c: the same settings over the keys of
 // partition i. Partitions other than 0 do not announce the queue, and
-// report no depth of their own (partition 0 reports the queue's, see
-// SetDepths).
+// report no gauges of their own (partition 0 reports the queue's, see
+// SetGauges).
 func (c *Core) Partition(i int) *Core {
 	p := &Core{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, closing: make(chan struct{})}
 	if c.err == nil {
@@ -146,13 +146,13 @@ func (c *Core) Partition(i int) *Core {
 	return p
 }
 
-// SetDepths replaces what the depth gauge of c reads (before the first
-// consuming call): partition 0 of a partitioned queue reports the sum
-// over every partition.
-func (c *Core) SetDepths(f func(context.Context) (store.Depths, error)) {
+// SetGauges replaces what the gauges of c read (before the first
+// consuming call): partition 0 of a partitioned queue reports the whole
+// queue.
+func (c *Core) SetGauges(f func(context.Context) (telemetry.Reading, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.depths = f
+	c.gauges = f
 }
 
 // checkPartitions validates a number of partitions.

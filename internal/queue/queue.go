@@ -36,7 +36,29 @@ var (
 	ErrNotReplicated   = store.ErrNotReplicated
 	ErrCorrupt         = errors.New("redelay: corrupt data")
 	ErrDecode          = errors.New("redelay: undecodable value")
+	ErrLeaseLost       = errors.New("redelay: lease lost")
+	ErrDuplicate       = errors.New("redelay: duplicate id")
 )
+
+// ErrorType is the error.type the telemetry gives an error of a queue
+// operation that wraps one of the sentinels ("" for any other): a short
+// name for each, documented in package tracing.
+func ErrorType(err error) string {
+	for _, e := range []struct {
+		err  error
+		name string
+	}{
+		{ErrLeaseLost, "lease_lost"}, {ErrDuplicate, "duplicate"}, {ErrQueueFull, "queue_full"},
+		{ErrNotReplicated, "not_replicated"}, {ErrClosed, "closed"}, {ErrPayloadTooLarge, "payload_too_large"},
+		{ErrInvalidArgument, "invalid_argument"}, {ErrInvalidQueue, "invalid_queue"},
+		{ErrCorrupt, "corrupt"}, {ErrDecode, "decode"}, {ErrNotFound, "not_found"},
+	} {
+		if errors.Is(err, e.err) {
+			return e.name
+		}
+	}
+	return ""
+}
 
 // Corrupt returns err marked with ErrCorrupt (see Mark) when it says
 // that stored data cannot be read: an error of package envelope, or a
@@ -140,8 +162,8 @@ type Core struct {
 	closed     bool
 	reg        *transfer.Registration // started by StartBackground
 	stopGauge  func()
-	maxWritten bool                                        // MaxAttempts recorded in Redis
-	depths     func(context.Context) (store.Depths, error) // what the depth gauge reads; nil: Store.Depths
+	maxWritten bool                                             // MaxAttempts recorded in Redis
+	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats
 }
 
 // New validates its arguments; a problem is kept and returned by every call
@@ -200,6 +222,8 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 		}
 		c.Store = sc.Queue(k)
 		c.Store.SetReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout)
+		c.Cfg.Telemetry.ServerAddress, c.Cfg.Telemetry.ServerPort = telemetry.ServerOf(rdb)
+		c.Cfg.Telemetry.ErrorType = ErrorType
 		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
 		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
 	}
@@ -475,10 +499,10 @@ func (c *Core) StartBackground(ctx context.Context) error {
 		switch {
 		case c.Keys.Part != 0: // partition 0 reports the whole queue
 			c.stopGauge = func() {}
-		case c.depths != nil:
-			c.stopGauge = c.Tel.RegisterDepth(c.depths)
+		case c.gauges != nil:
+			c.stopGauge = c.Tel.RegisterGauges(c.gauges)
 		default:
-			c.stopGauge = c.Tel.RegisterDepth(c.Store.Depths)
+			c.stopGauge = c.Tel.RegisterGauges(c.reading)
 		}
 	}
 	record := c.Cfg.MaxAttemptsSet && !c.maxWritten
@@ -487,6 +511,18 @@ func (c *Core) StartBackground(ctx context.Context) error {
 		c.recordMaxAttempts(ctx)
 	}
 	return nil
+}
+
+// reading is what the queue's gauges report: its Stats, one script call.
+func (c *Core) reading(ctx context.Context) (telemetry.Reading, error) {
+	st, err := c.Stats(ctx)
+	if err != nil {
+		return telemetry.Reading{}, err
+	}
+	return telemetry.Reading{
+		Delayed: st.Delayed, Retry: st.Retry, Ready: st.Ready, Inflight: st.Inflight, Dead: st.Dead,
+		Paused: st.Paused, Latency: st.Latency(),
+	}, nil
 }
 
 // recordMaxAttempts writes the queue's limit to Redis, where every process

@@ -262,6 +262,15 @@ type Stats struct {
 	NowUs                                 int64
 }
 
+// Latency is how long the oldest ready item has waited since it fell due,
+// on the server's clock: zero when none is ready.
+func (s Stats) Latency() time.Duration {
+	if s.OldestReadyDueMs < 0 {
+		return 0
+	}
+	return max(0, time.Duration(s.NowUs-s.OldestReadyDueMs*1000)*time.Microsecond)
+}
+
 // Stats reads the queue's counts, pause flag and timings (stats.lua).
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	res, err := q.c.eval(ctx, lua.Stats, q.statsKeys()).Int64Slice()

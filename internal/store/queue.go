@@ -752,29 +752,6 @@ func (q *Queue) ClearDelayed(ctx context.Context) error {
 	return q.c.rdb.Unlink(ctx, q.K.Delayed, q.K.Items).Err()
 }
 
-// Depths are a queue's item counts by state.
-type Depths struct {
-	Delayed, Retry, Ready, Inflight, Dead int64
-}
-
-// Depths reads the counts in one round trip.
-func (q *Queue) Depths(ctx context.Context) (Depths, error) {
-	k := q.K
-	var cmds [5]*redis.IntCmd
-	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmds[0] = p.ZCard(ctx, k.Delayed)
-		cmds[1] = p.ZCard(ctx, k.Retry)
-		cmds[2] = p.LLen(ctx, k.Ready) // a marker counts: Depths is a test helper's estimate
-		cmds[3] = p.HLen(ctx, k.Inflight)
-		cmds[4] = p.LLen(ctx, k.DeadReady)
-		return nil
-	})
-	if err != nil {
-		return Depths{}, err
-	}
-	return Depths{cmds[0].Val(), cmds[1].Val(), cmds[2].Val(), cmds[3].Val(), cmds[4].Val()}, nil
-}
-
 // Redrive moves up to batch dead letters back to the ready list.
 func (q *Queue) Redrive(ctx context.Context, batch int) (int64, error) {
 	k := q.K

@@ -1,51 +1,65 @@
 // Package telemetry is the OpenTelemetry instrumentation of one queue: its
-// spans and metrics, named as package tracing documents.
+// spans and metrics, named as package tracing documents, after the
+// messaging semantic conventions v1.43.0 (the semconv package imported
+// below; its schema URL is the instrumentation scope's).
 package telemetry
 
 import (
-	"context"
-	"fmt"
 	"reflect"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/tracing"
 )
 
-// Config selects the providers; nil fields mean the otel globals.
+// Config selects the providers (nil: the otel globals) and says what the
+// queue's telemetry names its server and errors by.
 type Config struct {
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
 	Propagator     propagation.TextMapPropagator
+	// ServerAddress and ServerPort are the server.address and server.port
+	// of every span and metric ("" and 0: left out); see ServerOf.
+	ServerAddress string
+	ServerPort    int
+	// ErrorType names the errors of the queue's own operations for
+	// error.type ("" when it does not know err; nil: none known); see
+	// errorType for the rest.
+	ErrorType func(error) string
 }
 
-// Queue is the instrumentation of one queue. The zero value and a nil
-// *Queue are valid and do nothing.
+// Queue is the instrumentation of one queue. A nil *Queue is valid and
+// does nothing.
 type Queue struct {
-	name string
+	tracer    trace.Tracer
+	prop      propagation.TextMapPropagator
+	errorType func(error) string
 	// span names, built once
 	sendName, receiveName, processName, transferName string
-	tracer                                           trace.Tracer
-	prop                                             propagation.TextMapPropagator
-	attrs                                            metric.MeasurementOption // system + destination, shared by every measurement
-	common                                           []attribute.KeyValue
-	// The option lists of every call, built once: a variadic argument to
-	// an interface method escapes, so building them per call allocates.
-	addOpts                []metric.AddOption
-	recordOpts             []metric.RecordOption
-	sendOpts, transferOpts []trace.SpanStartOption
-	consumerKind           trace.SpanStartOption
-	noSpan                 trace.Span // what a send or process span is when tracing is off
+	settleNames                                      [settlements]string
+	// base is messaging.system, messaging.destination.name and server.*:
+	// every span and metric has them.
+	base []attribute.KeyValue
+	// The options of every call, built once: a variadic argument to an
+	// interface method escapes, so building them per call allocates.
+	sendOpts, receiveOpts, processOpts, transferOpts []trace.SpanStartOption
+	settleOpts                                       [settlements][]trace.SpanStartOption
+	sentOpts, consumedOpts, ownAddOpts               []metric.AddOption
+	ownRecOpts                                       []metric.RecordOption
+	// durOpts are the options of each operation's duration (the process
+	// duration's for opProcess), durAttrs their attributes, for the
+	// error.type variant; sentAttrs those of the sent count.
+	durOpts   [operations][]metric.RecordOption
+	durAttrs  [operations][]attribute.KeyValue
+	sentAttrs []attribute.KeyValue
 
 	// Whether spans and headers are worth making, decided once per value
 	// of the otel globals (see mode): watchTracer and watchProp say that
@@ -55,10 +69,18 @@ type Queue struct {
 	staticTracing          bool // tracing when !watchTracer
 	modes                  atomic.Pointer[mode]
 
-	sent, consumed, acked, nacked, dead, expired, transferErrors metric.Int64Counter
-	process, lateness                                            metric.Float64Histogram
-	batch                                                        metric.Int64Histogram
-	meter                                                        metric.Meter
+	sent, consumed                               metric.Int64Counter
+	acked, nacked, dead, expired, transferErrors metric.Int64Counter
+	opDuration, processDuration, lateness        metric.Float64Histogram
+	batch                                        metric.Int64Histogram
+	meter                                        metric.Meter
+}
+
+// durationBuckets are the bucket bounds of the duration histograms: the
+// conventions' advice for messaging.client.operation.duration and
+// messaging.process.duration.
+func durationBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 }
 
 // New instruments the queue called name. Instrument creation errors (a
@@ -75,26 +97,25 @@ func New(cfg Config, name string) *Queue {
 	if prop == nil {
 		prop = otel.GetTextMapPropagator()
 	}
-	m := mp.Meter(tracing.ScopeName)
-	common := []attribute.KeyValue{semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingDestinationName(name)}
+	base := []attribute.KeyValue{semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingDestinationName(name)}
+	if cfg.ServerAddress != "" {
+		base = append(base, semconv.ServerAddress(cfg.ServerAddress))
+		if cfg.ServerPort > 0 {
+			base = append(base, semconv.ServerPort(cfg.ServerPort))
+		}
+	}
 	q := &Queue{
-		name:         name,
+		tracer:       tp.Tracer(tracing.ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		prop:         prop,
+		errorType:    cfg.ErrorType,
 		sendName:     tracing.SpanSend + " " + name,
 		receiveName:  tracing.SpanReceive + " " + name,
 		processName:  tracing.SpanProcess + " " + name,
 		transferName: tracing.SpanTransfer + " " + name,
-		tracer:       tp.Tracer(tracing.ScopeName),
-		prop:         prop,
-		common:       common,
-		attrs:        metric.WithAttributeSet(attribute.NewSet(common...)),
-		meter:        m,
-		consumerKind: trace.WithSpanKind(trace.SpanKindConsumer),
+		base:         base,
+		meter:        mp.Meter(tracing.ScopeName, metric.WithSchemaURL(semconv.SchemaURL)),
 	}
-	q.noSpan = noop.Span{}
-	q.addOpts = []metric.AddOption{q.attrs}
-	q.recordOpts = []metric.RecordOption{q.attrs}
-	q.sendOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}
-	q.transferOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	q.buildOptions(name)
 	switch {
 	case isType(q.tracer, globalPkg, "tracer"):
 		q.watchTracer = true
@@ -102,6 +123,57 @@ func New(cfg Config, name string) *Queue {
 		q.staticTracing = !isNoopTracer(q.tracer)
 	}
 	q.watchProp = isType(prop, globalPkg, "textMapPropagator")
+	q.instruments()
+	return q
+}
+
+// with returns base followed by kvs, in a new slice.
+func (q *Queue) with(kvs ...attribute.KeyValue) []attribute.KeyValue {
+	return append(append(make([]attribute.KeyValue, 0, len(q.base)+len(kvs)), q.base...), kvs...)
+}
+
+// buildOptions makes the span names and the per-call options.
+func (q *Queue) buildOptions(name string) {
+	span := func(kind trace.SpanKind, kvs ...attribute.KeyValue) []trace.SpanStartOption {
+		return []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(q.with(kvs...)...)}
+	}
+	// send is PRODUCER: its context is the message's creation context.
+	q.sendOpts = span(trace.SpanKindProducer, opSend.attrs()...)
+	q.receiveOpts = span(trace.SpanKindClient, opReceive.attrs()...)
+	q.processOpts = span(trace.SpanKindConsumer, opProcess.attrs()...)
+	q.transferOpts = span(trace.SpanKindInternal)
+	for s := range settlements {
+		q.settleNames[s] = s.op().name() + " " + name
+		q.settleOpts[s] = span(trace.SpanKindClient, s.op().attrs()...)
+	}
+
+	add := func(kvs ...attribute.KeyValue) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(q.with(kvs...)...))}
+	}
+	rec := func(kvs []attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	}
+	// The conventions' metrics carry messaging.operation.name; the
+	// operation duration messaging.operation.type too.
+	q.sentAttrs = q.with(opSend.attrs()[0])
+	q.sentOpts = add(opSend.attrs()[0])
+	q.consumedOpts = add(opReceive.attrs()[0])
+	q.ownAddOpts = add()
+	q.ownRecOpts = rec(q.base)
+	for op := range operations {
+		if op == opProcess {
+			// messaging.process.duration has no operation type.
+			q.durAttrs[op] = q.with(op.attrs()[0])
+		} else {
+			q.durAttrs[op] = q.with(op.attrs()...)
+		}
+		q.durOpts[op] = rec(q.durAttrs[op])
+	}
+}
+
+// instruments creates the queue's instruments.
+func (q *Queue) instruments() {
+	m := q.meter
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		if err != nil {
@@ -109,18 +181,21 @@ func New(cfg Config, name string) *Queue {
 		}
 		return c
 	}
-	q.sent = counter(tracing.MetricSent, "{message}", "Items offered.")
-	q.consumed = counter(tracing.MetricConsumed, "{message}", "Items taken or received.")
+	sent, err := messagingconv.NewClientSentMessages(m)
+	handle(err)
+	consumed, err := messagingconv.NewClientConsumedMessages(m)
+	handle(err)
+	opDuration, err := messagingconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(durationBuckets()...))
+	handle(err)
+	processDuration, err := messagingconv.NewProcessDuration(m, metric.WithExplicitBucketBoundaries(durationBuckets()...))
+	handle(err)
+	q.sent, q.consumed = sent.Inst(), consumed.Inst()
+	q.opDuration, q.processDuration = opDuration.Inst(), processDuration.Inst()
 	q.acked = counter(tracing.MetricAcked, "{message}", "Deliveries acked.")
 	q.nacked = counter(tracing.MetricNacked, "{message}", "Deliveries nacked, to be retried.")
 	q.dead = counter(tracing.MetricDeadLettered, "{message}", "Items moved to the dead letters.")
 	q.expired = counter(tracing.MetricExpired, "{message}", "Items past their TTL, dead-lettered instead of delivered.")
 	q.transferErrors = counter(tracing.MetricTransferErr, "{run}", "Failed transfer runs.")
-	var err error
-	if q.process, err = m.Float64Histogram(tracing.MetricProcess, metric.WithUnit("s"),
-		metric.WithDescription("Duration of Consume handler calls.")); err != nil {
-		otel.Handle(err)
-	}
 	if q.lateness, err = m.Float64Histogram(tracing.MetricLateness, metric.WithUnit("s"),
 		metric.WithDescription("Delivery time minus due time."),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)); err != nil {
@@ -131,7 +206,14 @@ func New(cfg Config, name string) *Queue {
 		metric.WithExplicitBucketBoundaries(1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000, 100000)); err != nil {
 		otel.Handle(err)
 	}
-	return q
+}
+
+// handle reports an instrument creation error (the semconv constructors
+// return a no-op instrument with it).
+func handle(err error) {
+	if err != nil {
+		otel.Handle(err)
+	}
 }
 
 // globalPkg holds the placeholders the otel globals return until an
@@ -246,285 +328,4 @@ func (c *Carrier) Keys() []string {
 		keys = append(keys, k)
 	}
 	return keys
-}
-
-// StartSend starts the PRODUCER span of one offer and returns the headers
-// that carry its context (nil when the propagator writes nothing).
-func (q *Queue) StartSend(ctx context.Context, id string, delay time.Duration) (context.Context, trace.Span, map[string]string) {
-	if q == nil {
-		return ctx, trace.SpanFromContext(ctx), nil
-	}
-	m := q.current()
-	if !m.tracing {
-		return ctx, q.noSpan, q.inject(ctx, m)
-	}
-	ctx, span := q.startSend(ctx)
-	if span.IsRecording() {
-		span.SetAttributes(semconv.MessagingMessageID(id), tracing.DelayKey.Int64(delay.Milliseconds()))
-	}
-	return ctx, span, q.inject(ctx, m)
-}
-
-// StartSendBatch starts one PRODUCER span for a batch of n offers; every
-// item of the batch carries the returned headers.
-func (q *Queue) StartSendBatch(ctx context.Context, n int, delay time.Duration) (context.Context, trace.Span, map[string]string) {
-	if q == nil {
-		return ctx, trace.SpanFromContext(ctx), nil
-	}
-	m := q.current()
-	if !m.tracing {
-		return ctx, q.noSpan, q.inject(ctx, m)
-	}
-	ctx, span := q.startSend(ctx)
-	if span.IsRecording() {
-		span.SetAttributes(semconv.MessagingBatchMessageCount(n), tracing.DelayKey.Int64(delay.Milliseconds()))
-	}
-	return ctx, span, q.inject(ctx, m)
-}
-
-func (q *Queue) startSend(ctx context.Context) (context.Context, trace.Span) {
-	ctx, span := q.tracer.Start(ctx, q.sendName, q.sendOpts...)
-	if span.IsRecording() {
-		span.SetAttributes(q.common...)
-		span.SetAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"))
-	}
-	return ctx, span
-}
-
-// inject writes ctx's trace context into new headers (nil when the
-// propagator writes nothing).
-func (q *Queue) inject(ctx context.Context, m *mode) map[string]string {
-	if !m.propagating {
-		return nil // no carrier to allocate for a propagator without fields
-	}
-	var c Carrier
-	q.prop.Inject(ctx, &c)
-	return c.M
-}
-
-// Sent ends a send span (recording err) and counts the n items that were
-// offered.
-func (q *Queue) Sent(ctx context.Context, span trace.Span, n int, err error) {
-	if q == nil {
-		return
-	}
-	End(span, err)
-	if n > 0 {
-		q.sent.Add(ctx, int64(n), q.addOpts...)
-	}
-}
-
-// Received records one item taken or received: the CONSUMER span from
-// start (when the call began waiting, or the item's due time if later) to
-// now, and the consumed count and lateness. It returns ctx with the receive span, already ended.
-func (q *Queue) Received(ctx context.Context, start time.Time, id string, attempt int, due time.Time, headers map[string]string) context.Context {
-	if q == nil {
-		return ctx
-	}
-	m := q.current()
-	q.consumed.Add(ctx, 1, q.addOpts...)
-	late := !due.IsZero() && q.lateness.Enabled(ctx)
-	parent, link := q.consumerParent(ctx, headers)
-	if !m.tracing && !late {
-		return parent // not even the clock to read
-	}
-	now := time.Now()
-	if late {
-		q.lateness.Record(ctx, max(now.Sub(due), 0).Seconds(), q.recordOpts...)
-	}
-	if !m.tracing {
-		return parent
-	}
-	// A consumer that was already waiting when the item was offered did
-	// not wait for this item before it was due: start there, so the span
-	// never begins before its producer's.
-	if due.After(start) && due.Before(now) {
-		start = due
-	}
-	ctx, span := q.tracer.Start(parent, q.receiveName, q.consumerOpts(link, trace.WithTimestamp(start))...)
-	if span.IsRecording() {
-		span.SetAttributes(q.common...)
-		span.SetAttributes(semconv.MessagingOperationTypeReceive, semconv.MessagingOperationName("receive"),
-			semconv.MessagingMessageID(id), tracing.AttemptKey.Int(attempt))
-	}
-	span.End(trace.WithTimestamp(now))
-	return ctx
-}
-
-// StartProcess starts the CONSUMER span around one Consume handler call, a
-// child of the producer's span (a link to it when ctx already has a span).
-func (q *Queue) StartProcess(ctx context.Context, id string, attempt int, headers map[string]string) (context.Context, trace.Span) {
-	if q == nil {
-		return ctx, trace.SpanFromContext(ctx)
-	}
-	m := q.current()
-	parent, link := q.consumerParent(ctx, headers)
-	if !m.tracing {
-		return parent, q.noSpan
-	}
-	ctx, span := q.tracer.Start(parent, q.processName, q.consumerOpts(link)...)
-	if span.IsRecording() {
-		span.SetAttributes(q.common...)
-		span.SetAttributes(semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
-			semconv.MessagingMessageID(id), tracing.AttemptKey.Int(attempt))
-	}
-	return ctx, span
-}
-
-// Processed ends a process span and records the handler's duration.
-func (q *Queue) Processed(ctx context.Context, span trace.Span, took time.Duration, err error) {
-	if q == nil {
-		return
-	}
-	End(span, err)
-	if err != nil {
-		q.process.Record(ctx, took.Seconds(), metric.WithAttributes(append(q.common, semconv.ErrorTypeKey.String(errorType(err)))...))
-		return
-	}
-	q.process.Record(ctx, took.Seconds(), q.recordOpts...)
-}
-
-// Acked counts acked deliveries.
-func (q *Queue) Acked(ctx context.Context, n int) {
-	if q != nil && n > 0 {
-		q.acked.Add(ctx, int64(n), q.addOpts...)
-	}
-}
-
-// Nacked counts deliveries given back for a retry.
-func (q *Queue) Nacked(ctx context.Context) {
-	if q != nil {
-		q.nacked.Add(ctx, 1, q.addOpts...)
-	}
-}
-
-// DeadLettered counts items moved to the dead letters.
-func (q *Queue) DeadLettered(ctx context.Context, n int) {
-	if q != nil && n > 0 {
-		q.dead.Add(ctx, int64(n), q.addOpts...)
-	}
-}
-
-// Expired counts items past their TTL, moved to the dead letters instead
-// of being delivered (counted as dead-lettered too).
-func (q *Queue) Expired(ctx context.Context, n int) {
-	if q != nil && n > 0 {
-		q.expired.Add(ctx, int64(n), q.addOpts...)
-		q.dead.Add(ctx, int64(n), q.addOpts...)
-	}
-}
-
-// Transferred records a transfer run: a span and the batch size when it
-// moved items, the error count when it failed.
-func (q *Queue) Transferred(ctx context.Context, start time.Time, moved int, err error) {
-	if q == nil {
-		return
-	}
-	if err != nil {
-		q.transferErrors.Add(ctx, 1, q.addOpts...)
-	}
-	if moved == 0 && err == nil {
-		return // empty runs leave no trace
-	}
-	if moved > 0 {
-		q.batch.Record(ctx, int64(moved), q.recordOpts...)
-	}
-	if !q.current().tracing {
-		return
-	}
-	_, span := q.tracer.Start(ctx, q.transferName, append(q.transferOpts[:len(q.transferOpts):len(q.transferOpts)], trace.WithTimestamp(start))...)
-	if span.IsRecording() {
-		span.SetAttributes(q.common...)
-		span.SetAttributes(tracing.TransferMovedKey.Int(moved))
-	}
-	End(span, err)
-}
-
-// RegisterDepth registers the redelay.queue.depth gauge of this queue,
-// read by read at each collection (one round trip). The returned function
-// unregisters it: a registration holds read, and with it the queue, so it
-// lasts only while the queue runs background work.
-func (q *Queue) RegisterDepth(read func(context.Context) (store.Depths, error)) (unregister func()) {
-	if q == nil || q.meter == nil {
-		return func() {}
-	}
-	gauge, err := q.meter.Int64ObservableGauge(tracing.MetricDepth, metric.WithUnit("{message}"),
-		metric.WithDescription("Items in the queue by state: delayed, retry, ready, inflight, dead."))
-	if err != nil {
-		otel.Handle(err)
-		return func() {}
-	}
-	names := [5]string{"delayed", "retry", "ready", "inflight", "dead"}
-	var states [5]metric.ObserveOption
-	for i, s := range names {
-		states[i] = metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue{}, q.common...), tracing.QueueStateKey.String(s))...))
-	}
-	reg, err := q.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		d, err := read(ctx)
-		if err != nil {
-			return err
-		}
-		for i, v := range [5]int64{d.Delayed, d.Retry, d.Ready, d.Inflight, d.Dead} {
-			o.ObserveInt64(gauge, v, states[i])
-		}
-		return nil
-	}, gauge)
-	if err != nil {
-		otel.Handle(err)
-		return func() {}
-	}
-	return func() { _ = reg.Unregister() }
-}
-
-// consumerParent chooses where a CONSUMER span hangs: under the caller's
-// span when ctx has one (returning the producer's span context to link),
-// else under the producer's span, so a consumer with a fresh context joins
-// the producer's trace.
-func (q *Queue) consumerParent(ctx context.Context, headers map[string]string) (context.Context, trace.SpanContext) {
-	if len(headers) == 0 {
-		return ctx, trace.SpanContext{}
-	}
-	producer := q.producer(headers)
-	switch {
-	case !producer.IsValid():
-		return ctx, trace.SpanContext{}
-	case trace.SpanContextFromContext(ctx).IsValid():
-		return ctx, producer
-	default:
-		return trace.ContextWithRemoteSpanContext(ctx, producer), trace.SpanContext{}
-	}
-}
-
-// consumerOpts are the start options of a CONSUMER span: its kind, extra,
-// and a link to the producer when link is valid.
-func (q *Queue) consumerOpts(link trace.SpanContext, extra ...trace.SpanStartOption) []trace.SpanStartOption {
-	opts := make([]trace.SpanStartOption, 0, 2+len(extra))
-	opts = append(opts, q.consumerKind)
-	opts = append(opts, extra...)
-	if link.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
-	}
-	return opts
-}
-
-func (q *Queue) producer(headers map[string]string) trace.SpanContext {
-	if len(headers) == 0 {
-		return trace.SpanContext{}
-	}
-	return trace.SpanContextFromContext(q.prop.Extract(context.Background(), &Carrier{M: headers}))
-}
-
-// End ends span, recording err (if any) as an exception event and an error
-// status.
-func End(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
-// errorType is the error.type attribute for a handler error: its Go type.
-func errorType(err error) string {
-	return fmt.Sprintf("%T", err)
 }

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -20,10 +22,20 @@ import (
 
 // offerTake is what Offer and Take do to a queue's telemetry for one item.
 func offerTake(ctx context.Context, q *telemetry.Queue) map[string]string {
-	sctx, span, headers := q.StartSend(ctx, "id-1", 0)
-	q.Sent(sctx, span, 1, nil)
-	q.Received(ctx, time.Now(), "id-1", 1, time.Now(), headers)
+	sctx, op, headers := q.StartSend(ctx, "id-1", 0)
+	q.Sent(sctx, op, 1, nil)
+	q.Consumed(ctx, time.Now())
+	q.Received(ctx, time.Now(), telemetry.Msg{ID: "id-1", Attempt: 1, Due: time.Now(), Headers: headers})
 	return headers
+}
+
+// processAck is what Consume does to a queue's telemetry for one item: a
+// handler call, then its ack.
+func processAck(ctx context.Context, q *telemetry.Queue, headers map[string]string) {
+	pctx, op := q.StartProcess(ctx, "id-1", 1, headers)
+	q.Processed(pctx, op, nil)
+	sctx, settle := q.StartSettle(q.Within(ctx, op), telemetry.Ack, "id-1", headers)
+	q.Settled(sctx, settle, false, nil)
 }
 
 // TestGlobalsInstalledLater: a queue built while the otel globals are still
@@ -42,6 +54,9 @@ func TestGlobalsInstalledLater(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { offerTake(ctx, q) }); n != 0 {
 		t.Fatalf("offer+take with the no-op globals allocates %v times, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { processAck(ctx, q, nil) }); n != 0 {
+		t.Fatalf("process+ack with the no-op globals allocates %v times, want 0", n)
 	}
 
 	prevTP, prevMP, prevProp := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
@@ -67,14 +82,14 @@ func TestGlobalsInstalledLater(t *testing.T) {
 	if len(spans) != 2 || spans[0].Name != tracing.SpanSend+" late" || spans[1].Name != tracing.SpanReceive+" late" {
 		t.Fatalf("after SetTracerProvider got spans %v, want send and receive", spanNames(spans))
 	}
-	if spans[0].SpanKind != trace.SpanKindProducer || spans[1].SpanKind != trace.SpanKindConsumer {
+	if spans[0].SpanKind != trace.SpanKindProducer || spans[1].SpanKind != trace.SpanKindClient {
 		t.Errorf("span kinds %v, %v", spans[0].SpanKind, spans[1].SpanKind)
 	}
-	if spans[1].Parent.IsValid() {
-		t.Errorf("receive span has parent %v without headers", spans[1].Parent)
+	if spans[1].Parent.IsValid() || len(spans[1].Links) != 0 {
+		t.Errorf("receive span has parent %v and links %v without headers", spans[1].Parent, spans[1].Links)
 	}
 
-	// Then a propagator: the receive span joins the send span's trace.
+	// Then a propagator: the receive span links the send span's context.
 	exporter.Reset()
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	headers := offerTake(ctx, q)
@@ -85,8 +100,8 @@ func TestGlobalsInstalledLater(t *testing.T) {
 	if len(spans) != 2 {
 		t.Fatalf("got spans %v, want send and receive", spanNames(spans))
 	}
-	if got, want := spans[1].Parent.SpanID(), spans[0].SpanContext.SpanID(); got != want {
-		t.Errorf("receive span's parent %v, want the send span %v", got, want)
+	if links := spans[1].Links; len(links) != 1 || links[0].SpanContext.SpanID() != spans[0].SpanContext.SpanID() {
+		t.Errorf("receive span's links %v, want the send span %v", links, spans[0].SpanContext.SpanID())
 	}
 
 	// A queue given a no-op provider stays off whatever the globals are.
@@ -130,4 +145,20 @@ func spanNames(spans tracetest.SpanStubs) []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// The metric names and schema URL package tracing exports are those of the
+// semconv package the instrumentation follows.
+func TestNamesAreTheConventions(t *testing.T) {
+	for got, want := range map[string]string{
+		tracing.SchemaURL:               semconv.SchemaURL,
+		tracing.MetricSent:              messagingconv.ClientSentMessages{}.Name(),
+		tracing.MetricConsumed:          messagingconv.ClientConsumedMessages{}.Name(),
+		tracing.MetricOperationDuration: messagingconv.ClientOperationDuration{}.Name(),
+		tracing.MetricProcess:           messagingconv.ProcessDuration{}.Name(),
+	} {
+		if got != want {
+			t.Errorf("%q, want %q", got, want)
+		}
+	}
 }
