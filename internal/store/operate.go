@@ -353,31 +353,30 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 	k := q.K
 	var ks []string
 	var count []any
-	add := func(key string, counted bool) {
+	// how a key counts (purge.lua): "1" its entries are items, "0" they
+	// are not (an index), "ready" the ready list, followed by its priority
+	// set (counted as ready_len counts them).
+	add := func(key, how string) {
 		ks = append(ks, key)
-		if counted {
-			count = append(count, "1")
-		} else {
-			count = append(count, "0")
-		}
+		count = append(count, how)
 	}
 	for _, p := range parts {
 		switch p {
 		case PartDelayed:
-			add(k.Delayed, true)
-			add(k.Items, false)
+			add(k.Delayed, "1")
+			add(k.Items, "0")
 		case PartRetry:
-			add(k.Retry, true)
+			add(k.Retry, "1")
 		case PartReady:
-			add(k.Ready, true)
-			add(k.Prio, true)
+			add(k.Ready, "ready")
+			add(k.Prio, "0")
 		case PartInflight:
-			add(k.Inflight, true)
-			add(k.Leases, false)
-			add(k.Claimed, true)
-			add(k.Seen, false)
+			add(k.Inflight, "1")
+			add(k.Leases, "0")
+			add(k.Claimed, "1")
+			add(k.Seen, "0")
 		case PartDead:
-			add(k.DeadReady, true)
+			add(k.DeadReady, "1")
 		}
 	}
 	if len(ks) == 0 {

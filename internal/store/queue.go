@@ -717,29 +717,11 @@ func (q *Queue) Remove(ctx context.Context, id string) (bool, error) {
 	return n == 1, err
 }
 
-// ReadyLen is the number of ready items: the ready list's (less a marker
-// at its tail) and the priority set's.
+// ReadyLen is the number of ready items: the ready list's (less the
+// priority marker at its tail) and the priority set's (size.lua, which
+// counts as every count of ready items does).
 func (q *Queue) ReadyLen(ctx context.Context) (int64, error) {
-	k := q.K
-	var n, p *redis.IntCmd
-	var tail *redis.StringCmd
-	_, err := q.c.rdb.Pipelined(ctx, func(pp redis.Pipeliner) error {
-		n = pp.LLen(ctx, k.Ready)
-		p = pp.ZCard(ctx, k.Prio)
-		tail = pp.LIndex(ctx, k.Ready, -1)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, err
-	}
-	if err := errors.Join(n.Err(), p.Err()); err != nil {
-		return 0, err
-	}
-	total := n.Val() + p.Val()
-	if tail.Err() == nil && tail.Val() == marker {
-		total--
-	}
-	return total, nil
+	return q.c.eval(ctx, lua.Size, []string{q.K.Ready, q.K.Prio}).Int64()
 }
 
 // DelayedLen is the number of pending delayed items (retries not counted).
@@ -757,22 +739,13 @@ type Depths struct {
 	Delayed, Retry, Ready, Inflight, Dead int64
 }
 
-// Depths reads the counts in one round trip.
+// Depths reads the counts in one round trip, as Stats counts them.
 func (q *Queue) Depths(ctx context.Context) (Depths, error) {
-	k := q.K
-	var cmds [5]*redis.IntCmd
-	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmds[0] = p.ZCard(ctx, k.Delayed)
-		cmds[1] = p.ZCard(ctx, k.Retry)
-		cmds[2] = p.LLen(ctx, k.Ready) // a marker counts: Depths is a test helper's estimate
-		cmds[3] = p.HLen(ctx, k.Inflight)
-		cmds[4] = p.LLen(ctx, k.DeadReady)
-		return nil
-	})
+	st, err := q.Stats(ctx)
 	if err != nil {
 		return Depths{}, err
 	}
-	return Depths{cmds[0].Val(), cmds[1].Val(), cmds[2].Val(), cmds[3].Val(), cmds[4].Val()}, nil
+	return Depths{st.Delayed, st.Retry, st.Ready, st.Inflight, st.Dead}, nil
 }
 
 // Redrive moves up to batch dead letters back to the ready list.
