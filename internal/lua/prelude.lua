@@ -262,7 +262,9 @@ local function extra()
 
   -- X.ext_value finds the extension field tag of a version 2 envelope
   -- (docs/format.md): the position and length of its value, or nil
-  -- (another version, no such field, or bytes that do not parse).
+  -- (another version, no such field, or bytes that do not parse). Then,
+  -- for X.without_ext: where the field starts, where the count of fields
+  -- starts, the count, and where the first field starts.
   function X.ext_value(env, tag)
     if string.byte(env, 1) ~= 2 or #env <= ENV_HEADER then
       return nil
@@ -284,11 +286,14 @@ local function extra()
       end
       pos = pos + len
     end
+    local at = pos
     count, pos = read_uvarint(env, pos)
     if not count then
       return nil
     end
+    local first = pos
     for _ = 1, count do
+      local start = pos
       local t
       t, pos = read_uvarint(env, pos)
       if not t then
@@ -299,11 +304,26 @@ local function extra()
         return nil
       end
       if t == tag then
-        return pos, len
+        return pos, len, start, at, count, first
       end
       pos = pos + len
     end
     return nil
+  end
+
+  -- X.without_ext returns env without its extension field tag: env itself
+  -- when it has none. An envelope left with no field is version 1, the
+  -- version a writer would have used (docs/format.md).
+  function X.without_ext(env, tag)
+    local pos, len, start, at, count, first = X.ext_value(env, tag)
+    if not pos then
+      return env
+    end
+    local rest = string.sub(env, pos + len)
+    if count == 1 then
+      return '\1' .. string.sub(env, 2, at - 1) .. rest
+    end
+    return string.sub(env, 1, at - 1) .. uvarint(count - 1) .. string.sub(env, first, start - 1) .. rest
   end
 
   -- An item's deadline (blocking.WithTTL) is extension tag 2, 8 bytes:
@@ -336,6 +356,13 @@ local function extra()
   function X.expired(env, now)
     local pos, deadline = deadline_at(env)
     return pos ~= nil and deadline < now
+  end
+
+  -- X.without_deadline returns env without its deadline: a dead letter
+  -- has none (the deadline of an item ends when it is dead-lettered, and
+  -- a redriven item starts anew).
+  function X.without_deadline(env)
+    return X.without_ext(env, TTL_TAG)
   end
 
   -- X.ready_len returns how many items are ready: the ready list's, less
@@ -380,6 +407,15 @@ end
 -- expired is extra().expired, as cheap for a version 1 envelope.
 local function expired(env, now)
   return string.byte(env, 1) == 2 and extra().expired(env, now)
+end
+
+-- without_deadline is extra().without_deadline, as cheap for a version 1
+-- envelope (which has none) and for bytes that are no envelope.
+local function without_deadline(env)
+  if string.byte(env, 1) ~= 2 then
+    return env
+  end
+  return extra().without_deadline(env)
 end
 
 -- Priorities (docs/decisions.md "Priorities"). An item of priority 0 (the

@@ -1,6 +1,8 @@
 -- redrive: move up to ARGV[1] dead letters back to the queue's ready list,
--- oldest first, with their attempt counter reset. Bytes that are no
--- envelope move unchanged (they will be dead-lettered again when received).
+-- oldest first, with their attempt counter reset and without a deadline
+-- (one a release that kept deadlines dead-lettered with its item): a
+-- redriven item starts anew. Bytes that are no envelope move unchanged
+-- (they will be dead-lettered again when received).
 -- Every key is read before the first write (the counter's value too:
 -- seq_check), so a call that fails changes nothing.
 --
@@ -21,7 +23,7 @@ for i = 1, tonumber(ARGV[1]) do
     break
   end
   if is_envelope(env) then
-    env = with_attempt(env, 0)
+    env = without_deadline(with_attempt(env, 0))
   end
   ready_push(KEYS[2], KEYS[3], KEYS[4], {env}, false)
   moved = moved + 1

@@ -1,7 +1,8 @@
 -- requeue: move one dead letter, named by its exact bytes (found by the
 -- caller with a read), back to the queue's ready list with its attempt
--- counter reset, as redrive.lua does for the oldest ones. Nothing changes
--- when it is no longer there (taken, redriven or purged meanwhile).
+-- counter reset and without a deadline, as redrive.lua does for the
+-- oldest ones. Nothing changes when it is no longer there (taken,
+-- redriven or purged meanwhile).
 --
 -- KEYS[1] -> redelay:{q}:dead:ready LIST
 -- KEYS[2] -> redelay:{q}:ready      LIST
@@ -16,7 +17,7 @@ if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
 end
 local env = ARGV[1]
 if is_envelope(env) then
-  env = with_attempt(env, 0)
+  env = without_deadline(with_attempt(env, 0))
 end
 ready_push(KEYS[2], KEYS[3], KEYS[4], {env}, false)
 return 1
