@@ -35,9 +35,10 @@ func (q *Queue[T]) DeadLetters() *Queue[T] {
 }
 
 // Redrive moves up to max dead letters (all of them when max <= 0) back to
-// this queue, oldest first, ready at once, with their attempts reset and
-// no deadline (WithTTL: a redriven item starts anew), and returns how
-// many moved. Each batch of a few hundred moves atomically.
+// this queue, in the order the dead-letter queue would hand them out
+// (oldest first, after any of priority it gave back), ready at once, with
+// their attempts reset and no deadline (WithTTL: a redriven item starts
+// anew), and returns how many moved. Each batch of a few hundred moves atomically.
 func (q *Queue[T]) Redrive(ctx context.Context, max int) (int, error) {
 	if err := q.core.Err(); err != nil {
 		return 0, err

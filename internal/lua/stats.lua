@@ -10,9 +10,12 @@
 -- KEYS[6] -> redelay:{q}:dead:ready LIST
 -- KEYS[7] -> redelay:{q}:meta       HASH  paused
 -- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
+-- KEYS[9] -> redelay:{q}:dead:prio  ZSET  dead letters of priority the
+--                                         dead-letter queue gave back
 --
 -- Output: {delayed, retry, ready (X.ready_len: the list's and the priority set's),
---   inflight (leased + claimed), dead,
+--   inflight (leased + claimed), dead (the dead-letter queue's ready items,
+--   counted as X.ready_len counts),
 --   paused 0|1, due ms of the oldest ready item or -1, next due µs or -1,
 --   server now µs}
 local us = now_us()
@@ -58,7 +61,7 @@ return {
   redis.call('ZCARD', KEYS[2]),
   extra().ready_len(KEYS[3], KEYS[8]),
   redis.call('HLEN', KEYS[4]) + redis.call('LLEN', KEYS[5]),
-  redis.call('LLEN', KEYS[6]),
+  extra().ready_len(KEYS[6], KEYS[9]),
   paused,
   oldest,
   next_due,

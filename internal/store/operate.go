@@ -266,7 +266,7 @@ type Stats struct {
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	k := q.K
 	res, err := q.c.eval(ctx, lua.Stats,
-		[]string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio}).Int64Slice()
+		[]string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio, k.DeadPrio}).Int64Slice()
 	if err != nil {
 		return Stats{}, err
 	}
@@ -281,7 +281,7 @@ func (q *Queue) StatsPartitions(ctx context.Context, meta string) (Stats, int, e
 	var st *redis.Cmd
 	_, _ = q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		parts = p.HGet(ctx, meta, keys.MetaPartitions)
-		st = lua.Stats.EvalSha(ctx, p, []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio})
+		st = lua.Stats.EvalSha(ctx, p, []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio, k.DeadPrio})
 		return nil
 	})
 	n := 1
@@ -344,7 +344,7 @@ const (
 	PartRetry                // the retry set
 	PartReady                // the ready list
 	PartInflight             // the leases, the in-flight items, the claimed list
-	PartDead                 // the dead letters' ready list
+	PartDead                 // the dead letters: the dead-letter queue's ready list and priority set
 )
 
 // Purge drops every item of the parts, atomically, and returns how many
@@ -376,7 +376,8 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 			add(k.Claimed, "1")
 			add(k.Seen, "0")
 		case PartDead:
-			add(k.DeadReady, "1")
+			add(k.DeadReady, "ready")
+			add(k.DeadPrio, "0")
 		}
 	}
 	if len(ks) == 0 {
@@ -385,10 +386,12 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 	return q.c.eval(ctx, lua.Purge, ks, count...).Int64()
 }
 
-// Requeue moves the dead letter with exactly these bytes back to the ready
-// list (requeue.lua); false when it is no longer there.
-func (q *Queue) Requeue(ctx context.Context, raw []byte) (bool, error) {
-	n, err := q.c.eval(ctx, lua.Requeue, []string{q.K.DeadReady, q.K.Ready, q.K.Prio, q.K.Seq}, raw).Int64()
+// Requeue moves the dead letter e (from Find) back to the ready list
+// (requeue.lua): by its member in the dead letters' priority set, or by
+// its exact bytes in their list; false when it is no longer there.
+func (q *Queue) Requeue(ctx context.Context, e Entry) (bool, error) {
+	k := q.K
+	n, err := q.c.eval(ctx, lua.Requeue, []string{k.DeadReady, k.Ready, k.Prio, k.Seq, k.DeadPrio}, e.Data, e.Key).Int64()
 	return n == 1, err
 }
 
@@ -411,11 +414,10 @@ func (q *Queue) DeleteReady(ctx context.Context, e Entry) (bool, error) {
 	return n == 1, err
 }
 
-// DeleteDead drops the dead letter with exactly these bytes; false when it
-// is no longer there.
-func (q *Queue) DeleteDead(ctx context.Context, raw []byte) (bool, error) {
-	n, err := q.c.rdb.LRem(ctx, q.K.DeadReady, 1, raw).Result()
-	return n == 1, err
+// DeleteDead drops the dead letter e (from Find), as DeleteReady drops a
+// ready item; false when it is no longer there.
+func (q *Queue) DeleteDead(ctx context.Context, e Entry) (bool, error) {
+	return q.c.Queue(q.K.Dead()).DeleteReady(ctx, e)
 }
 
 // DeleteLeased drops a leased item and its lease, atomically; false when
@@ -494,7 +496,7 @@ func (q *Queue) Find(ctx context.Context, p Part, id string, limit int) (e Entry
 		case PartReady:
 			page, err = q.listReady(ctx, off, n)
 		case PartDead:
-			page, err = q.listList(ctx, q.K.DeadReady, off, n)
+			page, err = q.c.Queue(q.K.Dead()).listReady(ctx, off, n)
 		case PartInflight:
 			page, err = q.ListLeased(ctx, off, n)
 		default:

@@ -763,7 +763,7 @@ func (q *Queue) Depths(ctx context.Context) (Depths, error) {
 // Redrive moves up to batch dead letters back to the ready list.
 func (q *Queue) Redrive(ctx context.Context, batch int) (int64, error) {
 	k := q.K
-	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready, k.Prio, k.Seq}, batch).Int64()
+	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready, k.Prio, k.Seq, k.DeadPrio}, batch).Int64()
 }
 
 // SetMaxAttempts records the queue's limit, shared by every process, and
