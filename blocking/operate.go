@@ -288,8 +288,8 @@ func (q *Queue[T]) Resume(ctx context.Context) error {
 // RedriveID moves the dead letter with this ID back to this queue, ready
 // at once with its attempts reset, as Redrive does for the oldest ones. It
 // returns ErrNotFound when no dead letter has this ID among the first
-// ScanLimit (the dead letters are a list: the search reads it from its
-// oldest end, in chunks).
+// ScanLimit (the search reads the dead letters in the order the
+// dead-letter queue hands them out, in chunks).
 func (q *Queue[T]) RedriveID(ctx context.Context, id string) error {
 	if err := q.core.Err(); err != nil {
 		return err
@@ -316,7 +316,7 @@ func (q *Queue[T]) RedriveID(ctx context.Context, id string) error {
 			break
 		}
 		moved, err := queue.Call(ctx, q.core, func(ctx context.Context) (bool, error) {
-			return q.core.Store.Requeue(ctx, h.e.Data)
+			return q.core.Store.Requeue(ctx, h.e)
 		}, nil)
 		if err != nil {
 			return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)

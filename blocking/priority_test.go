@@ -438,8 +438,8 @@ func TestPriorityPurge(t *testing.T) {
 			}
 		}
 		n, err := q.Purge(ctx)
-		if err != nil || n < 6 {
-			t.Fatalf("Purge = %d, %v", n, err)
+		if err != nil || n != 6 {
+			t.Fatalf("Purge = %d, %v; want 6", n, err)
 		}
 		if size, err := q.Size(ctx); err != nil || size != 0 {
 			t.Fatalf("Size after Purge = %d, %v", size, err)

@@ -131,8 +131,10 @@ func WithPriority(p int) OfferOption {
 // counted in the redelay.expired metric. The deadline is fixed when the
 // item is offered (Redis server clock): retries after a Nack do not move it.
 // Receive and Consume check it in Redis, as they lease; Take checks it as
-// it returns the item, on this machine's clock. Default: none; 1 ms to 10
-// years, else [ErrInvalidArgument].
+// it returns the item, on this machine's clock. The deadline ends when the
+// item is dead-lettered, for whatever reason: [Queue.DeadLetters] delivers
+// it like any other, and [Queue.Redrive] and [Queue.RedriveID] make it
+// ready anew. Default: none; 1 ms to 10 years, else [ErrInvalidArgument].
 func WithTTL(d time.Duration) OfferOption {
 	return func(o *offerOptions) { o.ttl = d }
 }
@@ -283,7 +285,7 @@ func (q *Queue[T]) taken(ctx context.Context, raw []byte) (T, telemetry.Msg, boo
 	case err != nil:
 		q.failTaken(ctx, raw, err)
 		return v, telemetry.Msg{}, false
-	case queue.Expired(e, time.Now()):
+	case q.core.Deadlines() && queue.Expired(e, time.Now()):
 		q.expireTaken(ctx, raw, e.ID)
 		return v, telemetry.Msg{}, false
 	}
@@ -428,10 +430,10 @@ func (q *Queue[T]) decode(raw []byte) (T, envelope.Envelope, error) {
 }
 
 // expireTaken moves an item Take popped past its deadline (WithTTL) to the
-// dead letters, with the error "expired".
+// dead letters, with the error "expired" and without its deadline.
 func (q *Queue[T]) expireTaken(ctx context.Context, raw []byte, id string) {
 	ctx = context.WithoutCancel(ctx)
-	withErr, _ := envelope.WithError(raw, "expired")
+	withErr, _ := envelope.WithError(envelope.WithoutDeadline(raw), "expired")
 	dead := envelope.WithAttempt(withErr, 0)
 	if _, err := queue.Call(ctx, q.core, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, q.core.Store.DeadLetter(ctx, dead)

@@ -76,7 +76,7 @@ func (in *Inspector) Delete(ctx context.Context, queue, id string) error {
 			case Ready:
 				return q.DeleteReady(ctx, h.e)
 			default:
-				return q.DeleteDead(ctx, h.e.Data)
+				return q.DeleteDead(ctx, h.e)
 			}
 		})
 	}
@@ -132,7 +132,7 @@ func (in *Inspector) move(ctx context.Context, op, queue, id string, m store.Mov
 
 // Requeue moves the dead letter with this ID back to the ready list, with
 // its attempts reset, as blocking.Queue.RedriveID does. It reads the dead
-// letters from the oldest, up to blocking.ScanLimit; when the item is not
+// letters in take order, up to blocking.ScanLimit; when the item is not
 // there, it looks in the other states (Get's scans) to name the one it is
 // in, in an ErrNotFound. The entry found moves only if it is still there
 // (else Requeue looks again, 3 times at most).
@@ -143,7 +143,7 @@ func (in *Inspector) Requeue(ctx context.Context, queue, id string) error {
 			if h.state != Dead {
 				return false, notIn(id, h.state, "dead")
 			}
-			return q.Requeue(ctx, h.e.Data)
+			return q.Requeue(ctx, h.e)
 		})
 	}
 	if err != nil {
@@ -153,7 +153,7 @@ func (in *Inspector) Requeue(ctx context.Context, queue, id string) error {
 }
 
 // RequeueAll moves every dead letter of the queue back to its ready list,
-// oldest first, with its attempt counter reset, as blocking's Redrive
+// in take order, with its attempt counter reset, as blocking's Redrive
 // does: in batches of a few hundred, each batch one atomic script call, so
 // a letter dead-lettered while it runs may move too. Each item keeps its
 // priority. It returns how many moved, also with an error (the batches

@@ -42,7 +42,7 @@ type Item struct {
 	Priority int
 	// Deadline is when the item expires (blocking.WithTTL): received after
 	// it, it goes to the dead letters instead; zero for an item without a
-	// TTL.
+	// TTL, and for a dead letter (its deadline ended with it).
 	Deadline time.Time
 	// Headers are the producer's headers and redelay's, among them
 	// "redelay-error" (blocking.HeaderError): the last failure.

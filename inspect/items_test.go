@@ -174,3 +174,62 @@ func TestInflightExpiredAndClaimed(t *testing.T) {
 		}
 	})
 }
+
+// An item that expired (blocking.WithTTL) is a dead letter like any
+// other: listed without a deadline, and requeued without expiring again
+// (before: listed with its deadline, and a Requeue sent it back to the
+// dead letters at its next receive).
+func TestExpiredDeadLetterRequeued(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name)
+		t.Cleanup(func() { _ = q.Close() })
+		for _, id := range []string{"x", "y"} {
+			if _, err := q.Offer(ctx, id, blocking.WithID(id), blocking.WithTTL(20*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the deadlines pass
+		in := inspect.New(rdb)
+		redistest.WaitFor(t, 10*time.Second, "both items expired", func() bool {
+			if v, ok, err := q.Poll(ctx, 10*time.Millisecond); err != nil || ok {
+				t.Fatalf("Poll = %q, %v, %v; want nothing", v, ok, err)
+			}
+			st, err := in.Stats(ctx, name)
+			return err == nil && st.Dead == 2
+		})
+		items, err := in.List(ctx, name, inspect.Dead, 0, 10)
+		if err != nil || len(items) != 2 {
+			t.Fatalf("List(Dead) = %+v, %v", items, err)
+		}
+		for _, it := range items {
+			if it.Headers[blocking.HeaderError] != "expired" || !it.Deadline.IsZero() {
+				t.Errorf("dead letter %s: error %q, deadline %v; want expired, no deadline", it.ID, it.Headers[blocking.HeaderError], it.Deadline)
+			}
+		}
+		if err := in.Requeue(ctx, name, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := in.RequeueAll(ctx, name); err != nil || n != 1 {
+			t.Fatalf("RequeueAll = %d, %v", n, err)
+		}
+		var got []string
+		for range 2 {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			d, err := q.Receive(rctx)
+			cancel()
+			if err != nil {
+				st, _ := in.Stats(ctx, name)
+				t.Fatalf("Receive of the requeued items = %v (Stats %+v; received %q)", err, st, got)
+			}
+			got = append(got, d.ID)
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st, err := in.Stats(ctx, name); err != nil || st.Dead != 0 || st.Ready != 0 {
+			t.Fatalf("Stats after = %+v, %v (received %q)", st, err, got)
+		}
+	})
+}

@@ -21,7 +21,8 @@ const MaxOffset = 1 << 40
 //
 //   - Delayed and Retry: in due order (ties in offer order), one atomic
 //     page. O(log N + offset + limit).
-//   - Ready: in take order, the next one first. Dead: oldest first. One
+//   - Ready and Dead: in take order, the next one first (Dead: oldest
+//     first, after any of priority the dead-letter queue gave back). One
 //     atomic page, O(offset + limit).
 //   - Inflight: the leased items, earliest lease deadline first, then the
 //     items being handed to a consumer (no lease yet: LeaseDeadline is

@@ -131,3 +131,32 @@ func TestRequeueAll(t *testing.T) {
 		}
 	})
 }
+
+// Purge of the ready items counts the items, not the priority marker
+// (before: 2 items of priority 9 purged as 3), whatever the mix.
+func TestPurgeReadyOfPriority(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		in := inspect.New(rdb)
+		for _, prios := range [][]int{{9, 9}, {0, 0, 0, 5, 5}, {5, 0, 9, 0}} {
+			name := redistest.QueueName(t)
+			q := blocking.New[string](rdb, name)
+			t.Cleanup(func() { _ = q.Close() })
+			for _, p := range prios {
+				if _, err := q.Offer(ctx, "v", blocking.WithPriority(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st, err := in.Stats(ctx, name); err != nil || st.Ready != int64(len(prios)) {
+				t.Fatalf("priorities %v: Stats = %+v, %v", prios, st, err)
+			}
+			n, err := in.Purge(ctx, name, inspect.Ready)
+			if err != nil || n != int64(len(prios)) {
+				t.Errorf("priorities %v: Purge(Ready) = %d, %v; want %d", prios, n, err, len(prios))
+			}
+			if st, err := in.Stats(ctx, name); err != nil || st.Ready != 0 {
+				t.Fatalf("priorities %v: Stats after Purge = %+v, %v", prios, st, err)
+			}
+		}
+	})
+}

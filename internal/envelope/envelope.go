@@ -308,6 +308,53 @@ func (e *Envelope) readExt(b []byte) ([]byte, error) {
 	return rest, nil
 }
 
+// WithoutDeadline returns raw without its deadline (ExtDeadline): a dead
+// letter has none, since an item's deadline ends when it is dead-lettered
+// (without_deadline in prelude.lua does the same in the scripts). raw
+// comes back as it is when it has no deadline or is not a readable
+// version 2 envelope; an envelope left with no extension is version 1.
+func WithoutDeadline(raw []byte) []byte {
+	if len(raw) == 0 || raw[0] != 2 {
+		return raw
+	}
+	var e Envelope
+	rest, err := e.readPrefix(raw)
+	if err != nil {
+		return raw
+	}
+	at := len(raw) - len(rest) // the extension count
+	count, k := binary.Uvarint(rest)
+	if k <= 0 {
+		return raw
+	}
+	for p, i := k, uint64(0); i < count; i++ {
+		start := p
+		tag, n := binary.Uvarint(rest[p:])
+		if n <= 0 {
+			return raw
+		}
+		p += n
+		l, n := binary.Uvarint(rest[p:])
+		if n <= 0 || l > uint64(len(rest)-p-n) {
+			return raw
+		}
+		p += n + int(l)
+		if tag != ExtDeadline {
+			continue
+		}
+		out := make([]byte, 0, len(raw))
+		out = append(out, raw[:at]...)
+		if count == 1 {
+			out[0] = 1
+		} else {
+			out = binary.AppendUvarint(out, count-1)
+			out = append(out, rest[k:start]...)
+		}
+		return append(out, rest[p:]...)
+	}
+	return raw
+}
+
 // PeekID returns the ID of an encoded envelope of any version without
 // decoding the rest.
 func PeekID(b []byte) (string, error) {

@@ -162,3 +162,48 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+func TestWithoutDeadline(t *testing.T) {
+	now := time.UnixMilli(time.Now().UnixMilli())
+	base := Envelope{ID: "x", EnqueuedAt: now, DueAt: now, Attempt: 2,
+		Headers: map[string]string{"k": "v"}, Payload: []byte("payload")}
+	withTTL := base
+	withTTL.SetTTL(time.Minute)
+	both := withTTL
+	both.Ext = map[uint64][]byte{ExtDeadline: withTTL.Ext[ExtDeadline], ExtPriority: {5}, 9: []byte("unknown tag")}
+	for _, c := range []struct {
+		what    string
+		in      Envelope
+		version int
+		ext     int
+	}{
+		{"deadline only: version 1", withTTL, 1, 0},
+		{"deadline, priority and an unknown tag", both, 2, 2},
+	} {
+		got, err := Unmarshal(WithoutDeadline(c.in.Marshal()))
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if _, ok := got.Deadline(); ok || got.Version() != c.version || len(got.Ext) != c.ext {
+			t.Errorf("%s: version %d, %d extensions, deadline kept %v", c.what, got.Version(), len(got.Ext), ok)
+		}
+		if got.ID != "x" || !got.EnqueuedAt.Equal(now) || !got.DueAt.Equal(now) || got.Attempt != 2 ||
+			got.Headers["k"] != "v" || string(got.Payload) != "payload" {
+			t.Errorf("%s: the rest changed: %+v", c.what, got)
+		}
+		if c.ext == 2 && (got.Priority() != 5 || string(got.Ext[9]) != "unknown tag") {
+			t.Errorf("%s: the other extensions changed: %v", c.what, got.Ext)
+		}
+	}
+	// Unchanged: no deadline, no envelope, a version 1 envelope, a
+	// malformed one.
+	noTTL := base
+	noTTL.SetPriority(3)
+	malformed := withTTL.Marshal()
+	malformed = malformed[:len(malformed)-len("payload")-3]
+	for _, raw := range [][]byte{noTTL.Marshal(), base.Marshal(), []byte("no envelope"), {2}, nil, malformed} {
+		if got := WithoutDeadline(raw); !bytes.Equal(got, raw) {
+			t.Errorf("WithoutDeadline(%q) = %q, want it unchanged", raw, got)
+		}
+	}
+}

@@ -106,8 +106,11 @@ type Queue struct {
 	// partition, and for partition 0 of any queue.
 	Part int
 	// DeadReady is the ready list of the dead-letter queue (Dead().Ready),
-	// built once: scripts on hot paths name it on every call.
+	// built once: scripts on hot paths name it on every call. DeadPrio is
+	// its priority set (Dead().Prio), where it keeps the dead letters of
+	// priority it gave back.
 	DeadReady string
+	DeadPrio  string
 	tag       string
 	base      string
 }
@@ -209,6 +212,7 @@ func build(name, tag, base string) Queue {
 		ScheduleDue:    base + ":schedules:due",
 		Wake:           base + ":wake",
 		DeadReady:      base + ":dead:ready",
+		DeadPrio:       base + ":dead:prio",
 		tag:            tag,
 		base:           base,
 	}

@@ -16,8 +16,8 @@ func TestLayout(t *testing.T) {
 		q.Leases != "redelay:{orders}:leases" || q.Inflight != "redelay:{orders}:inflight" || q.Wake != "redelay:{orders}:wake" {
 		t.Fatalf("unexpected layout: %+v", q)
 	}
-	if q.DeadReady != q.Dead().Ready {
-		t.Fatalf("DeadReady %q, Dead().Ready %q", q.DeadReady, q.Dead().Ready)
+	if q.DeadReady != q.Dead().Ready || q.DeadPrio != q.Dead().Prio {
+		t.Fatalf("DeadReady %q, Dead().Ready %q; DeadPrio %q, Dead().Prio %q", q.DeadReady, q.Dead().Ready, q.DeadPrio, q.Dead().Prio)
 	}
 	d := q.Dead()
 	if d.Ready != "redelay:{orders}:dead:ready" || d.Name != "orders:dead" || d.Wake != "redelay:{orders}:dead:wake" {
@@ -51,7 +51,7 @@ func TestPartition(t *testing.T) {
 		t.Fatalf("unexpected partition layout: %+v", p)
 	}
 	d := p.Dead()
-	if d.Ready != "redelay:{orders{3}:dead:ready" || p.DeadReady != d.Ready || d.Part != 3 {
+	if d.Ready != "redelay:{orders{3}:dead:ready" || p.DeadReady != d.Ready || p.DeadPrio != d.Prio || d.Part != 3 {
 		t.Fatalf("dead letters of a partition: %+v", d)
 	}
 }

@@ -54,6 +54,8 @@ var (
 	updateSrc string
 	//go:embed stats.lua
 	statsSrc string
+	//go:embed size.lua
+	sizeSrc string
 	//go:embed pause.lua
 	pauseSrc string
 	//go:embed purge.lua
@@ -95,6 +97,7 @@ var (
 	Reschedule      = redis.NewScript(compose(rescheduleSrc))      // reschedule.lua
 	Update          = redis.NewScript(compose(updateSrc))          // update.lua
 	Stats           = redis.NewScript(compose(statsSrc))           // stats.lua
+	Size            = redis.NewScript(compose(sizeSrc))            // size.lua
 	Pause           = redis.NewScript(compose(pauseSrc))           // pause.lua
 	Purge           = redis.NewScript(compose(purgeSrc))           // purge.lua
 	Requeue         = redis.NewScript(compose(requeueSrc))         // requeue.lua

@@ -100,7 +100,13 @@ if ARGV[4] ~= '0' then
     -- A later chunk of a bounded batch runs only if the first one did.
     room = redis.call('EXISTS', KEYS[8]) == 1 and n or 0
   else
-    room = math.max(0, tonumber(ARGV[4]) - extra().queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[7]))
+    -- The count needs to be exact only when the items (the whole batch)
+    -- might not fit.
+    local bound, need = tonumber(ARGV[4]), n
+    if batch > 0 then
+      need = batch
+    end
+    room = math.max(0, bound - extra().queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[7], bound - need))
     if batch > 0 and room < batch then
       room = 0
     end

@@ -10,7 +10,7 @@
 -- KEYS[1]  -> redelay:{q}:meta   HASH  field partitions
 -- KEYS[2..] -> the other keys of partition 0 that a queue in use holds
 --             (delayed, items, seq, retry, ready, prio, leases, inflight,
---             claimed, dead:ready, schedules)
+--             claimed, dead:ready, dead:prio, schedules)
 -- ARGV[1]  -> the number of partitions this process opened the queue with
 --
 -- Output: the recorded number, as the meta hash holds it (a string, which

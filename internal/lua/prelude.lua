@@ -245,6 +245,11 @@ local function remove_pending(kDelayed, kItems, id)
   return true
 end
 
+-- PRIO_MARKER is the one-byte marker the ready list's tail holds while
+-- the priority set holds items (see Priorities below). It is never an
+-- envelope.
+local PRIO_MARKER = '\0'
+
 local extra_fns
 -- extra returns the helpers of features a queue may not use (extension
 -- fields, deadlines, bounds), built on first use like prio(): a script
@@ -257,7 +262,9 @@ local function extra()
 
   -- X.ext_value finds the extension field tag of a version 2 envelope
   -- (docs/format.md): the position and length of its value, or nil
-  -- (another version, no such field, or bytes that do not parse).
+  -- (another version, no such field, or bytes that do not parse). Then,
+  -- for X.without_ext: where the field starts, where the count of fields
+  -- starts, the count, and where the first field starts.
   function X.ext_value(env, tag)
     if string.byte(env, 1) ~= 2 or #env <= ENV_HEADER then
       return nil
@@ -279,11 +286,14 @@ local function extra()
       end
       pos = pos + len
     end
+    local at = pos
     count, pos = read_uvarint(env, pos)
     if not count then
       return nil
     end
+    local first = pos
     for _ = 1, count do
+      local start = pos
       local t
       t, pos = read_uvarint(env, pos)
       if not t then
@@ -294,11 +304,26 @@ local function extra()
         return nil
       end
       if t == tag then
-        return pos, len
+        return pos, len, start, at, count, first
       end
       pos = pos + len
     end
     return nil
+  end
+
+  -- X.without_ext returns env without its extension field tag: env itself
+  -- when it has none. An envelope left with no field is version 1, the
+  -- version a writer would have used (docs/format.md).
+  function X.without_ext(env, tag)
+    local pos, len, start, at, count, first = X.ext_value(env, tag)
+    if not pos then
+      return env
+    end
+    local rest = string.sub(env, pos + len)
+    if count == 1 then
+      return '\1' .. string.sub(env, 2, at - 1) .. rest
+    end
+    return string.sub(env, 1, at - 1) .. uvarint(count - 1) .. string.sub(env, first, start - 1) .. rest
   end
 
   -- An item's deadline (blocking.WithTTL) is extension tag 2, 8 bytes:
@@ -333,16 +358,37 @@ local function extra()
     return pos ~= nil and deadline < now
   end
 
-  -- X.queue_length is what a queue's bound (blocking.WithMaxSize)
-  -- counts: the items pending (delayed and retry) and ready (the list,
-  -- less the priority marker at its tail, and the priority set).
-  function X.queue_length(kDelayed, kRetry, kReady, kPrio)
-    local prio = redis.call('ZCARD', kPrio)
-    local n = redis.call('ZCARD', kDelayed) + redis.call('ZCARD', kRetry) + redis.call('LLEN', kReady) + prio
-    if prio > 0 then
+  -- X.without_deadline returns env without its deadline: a dead letter
+  -- has none (the deadline of an item ends when it is dead-lettered, and
+  -- a redriven item starts anew).
+  function X.without_deadline(env)
+    return X.without_ext(env, TTL_TAG)
+  end
+
+  -- X.ready_len returns how many items are ready: the ready list's, less
+  -- the marker at its tail, and the priority set's. The ready list holds
+  -- at most one marker, at its tail (ready_push keeps it there), and a
+  -- marker can stay there after the priority set emptied (the last item
+  -- of priority deleted by the inspector): the tail tells. Every count of
+  -- ready items (Stats, Size, Purge, the bound) is this one. upto spares
+  -- a bound the read of the tail: with it, a count above upto may include
+  -- the marker.
+  function X.ready_len(kReady, kPrio, upto)
+    local n = redis.call('LLEN', kReady) + redis.call('ZCARD', kPrio)
+    if n > 0 and (upto == nil or n > upto) and redis.call('LINDEX', kReady, -1) == PRIO_MARKER then
       n = n - 1
     end
     return n
+  end
+
+  -- X.queue_length is what a queue's bound (blocking.WithMaxSize)
+  -- counts: the items pending (delayed and retry) and ready (ready_len).
+  -- The count is exact when it is above upto, the most the caller can
+  -- accept in full (the bound less the items it brings): below, one too
+  -- many changes nothing, and the list's tail is not read.
+  function X.queue_length(kDelayed, kRetry, kReady, kPrio, upto)
+    local pending = redis.call('ZCARD', kDelayed) + redis.call('ZCARD', kRetry)
+    return pending + X.ready_len(kReady, kPrio, upto - pending)
   end
 
   extra_fns = X
@@ -363,6 +409,15 @@ local function expired(env, now)
   return string.byte(env, 1) == 2 and extra().expired(env, now)
 end
 
+-- without_deadline is extra().without_deadline, as cheap for a version 1
+-- envelope (which has none) and for bytes that are no envelope.
+local function without_deadline(env)
+  if string.byte(env, 1) ~= 2 then
+    return env
+  end
+  return extra().without_deadline(env)
+end
+
 -- Priorities (docs/decisions.md "Priorities"). An item of priority 0 (the
 -- default) goes to the ready list as always; an item of priority 1..9 (an
 -- envelope extension, tag PRIO_TAG, one byte) goes to the queue's priority
@@ -377,9 +432,11 @@ end
 -- the ready list without a script learns that the queue has priorities,
 -- the ready list's tail (the next item popped) is PRIO_MARKER whenever the
 -- priority set is not empty: the helpers put it there after each push to
--- the set, after each pop that leaves the set not empty, and after a give
--- back to the tail. A consumer that pops the marker drops it and takes
--- from the priority set.
+-- the set and after each pop that leaves the set not empty, and a give
+-- back to the tail keeps it there (ready_push); a pop that empties the
+-- set drops it. The list holds at most one marker, at its tail, so every
+-- count of ready items is X.ready_len. A consumer that pops the marker
+-- drops it and takes from the priority set.
 --
 -- Each script run creates every function of this prelude anew, which
 -- costs (about 0.15 µs each, measured), so the functions that only a queue
@@ -389,7 +446,6 @@ local PRIO_TAG = 1
 local PRIO_MAX = 9
 local PRIO_BAND = 281474976710656 -- 2^48
 local PRIO_MID = 140737488355328 -- 2^47
-local PRIO_MARKER = '\0'
 
 local prio_fns
 -- prio returns the priority helpers, built once per script run.
@@ -456,10 +512,12 @@ local function prio()
     return e
   end
 
-  -- P.push makes envs ready when at least one of them has a priority.
-  -- kSeq nil: the counter is unusable (see seq_usable), and each item is
-  -- placed by the scores already in its band instead (P.edge): the same
-  -- place in line, with no counter read or written.
+  -- P.push puts the items of envs that have a priority (at least one
+  -- has) in the priority set, with the marker at the ready list's tail,
+  -- and returns the others, for ready_push to put in the list. kSeq nil:
+  -- the counter is unusable (see seq_usable), and each item is placed by
+  -- the scores already in its band instead (P.edge): the same place in
+  -- line, with no counter read or written.
   function P.push(kReady, kPrio, kSeq, envs, head)
     local plain, pri = {}, {}
     for i = 1, #envs do
@@ -469,13 +527,6 @@ local function prio()
         pri[#pri + 1] = envs[i]
       else
         plain[#plain + 1] = envs[i]
-      end
-    end
-    if #plain > 0 then
-      if head then
-        redis.call('RPUSH', kReady, unpack(plain))
-      else
-        redis.call('LPUSH', kReady, unpack(plain))
       end
     end
     local n = #pri / 2
@@ -504,13 +555,13 @@ local function prio()
     end
     redis.call('ZADD', kPrio, unpack(args))
     P.mark(kReady)
+    return plain
   end
 
   -- P.pop takes up to n items from the priority set, highest priority
-  -- first, and keeps the marker in place while items remain.
-  -- card: the set's size before the pop, when the caller knows it. A
-  -- marker left at the tail once the set is empty is dropped by the next
-  -- pop that meets it.
+  -- first, and keeps the marker in place while items remain; a pop that
+  -- empties the set drops the marker. card: the set's size before the
+  -- pop, when the caller knows it.
   function P.pop(kReady, kPrio, n, card)
     local out = {}
     if n <= 0 then
@@ -520,15 +571,18 @@ local function prio()
     for i = 1, #popped, 2 do
       out[#out + 1] = string.sub(popped[i], SEQ_LEN + 1)
     end
-    if #out > 0 and redis.call('LINDEX', kReady, -1) ~= PRIO_MARKER then
+    if #out > 0 then
+      local marked = redis.call('LINDEX', kReady, -1) == PRIO_MARKER
       local left
       if card then
         left = card - #out
       else
         left = redis.call('ZCARD', kPrio)
       end
-      if left > 0 then
+      if left > 0 and not marked then
         redis.call('RPUSH', kReady, PRIO_MARKER)
+      elseif left <= 0 and marked then
+        redis.call('RPOP', kReady)
       end
     end
     return out
@@ -569,28 +623,55 @@ end
 
 -- ready_push makes envs ready: those of priority 0 go to the ready list,
 -- the others to the priority set (kPrio; kSeq numbers them, or, nil,
--- their band's scores place them: see P.push). head: they go
--- first in line (an item given back), the last of envs first; otherwise
--- last in line. The caller has read kReady's type, and kPrio's (with a read)
--- when envs has priorities or head is true.
+-- their band's scores place them: see P.push). head: they go first in
+-- line (an item given back), the last of envs first; otherwise last in
+-- line. The caller has read kReady's type, and kPrio's (with a read) when
+-- envs has priorities or head is true.
+--
+-- First in line is the ready list's tail, where the marker is: the marker
+-- is taken off before the push and put back after it while the priority
+-- set holds items (a stale one, left after the set emptied, is dropped).
+-- A marker among envs (a claimed marker given back) is not pushed: it
+-- stands for one at the tail. So the list never holds a marker but at its
+-- tail, nor two (X.ready_len counts on it). For a queue without priorities
+-- a give-back costs what it did before: two commands (LINDEX, RPUSH).
 local function ready_push(kReady, kPrio, kSeq, envs, head)
+  for i = 1, #envs do
+    if string.byte(envs[i], 1) == 2 then
+      if prio().any(envs) then
+        envs = prio().push(kReady, kPrio, kSeq, envs, head)
+      end
+      break
+    end
+  end
   if #envs == 0 then
     return
   end
+  if not head then
+    redis.call('LPUSH', kReady, unpack(envs))
+    return
+  end
+  local marked = redis.call('LINDEX', kReady, -1) == PRIO_MARKER
+  if marked then
+    redis.call('RPOP', kReady)
+  end
   for i = 1, #envs do
-    if string.byte(envs[i], 1) == 2 and prio().any(envs) then
-      prio().push(kReady, kPrio, kSeq, envs, head)
-      return
+    if envs[i] == PRIO_MARKER then
+      local items = {}
+      for j = 1, #envs do
+        if envs[j] ~= PRIO_MARKER then
+          items[#items + 1] = envs[j]
+        end
+      end
+      marked, envs = true, items
+      break
     end
   end
-  if head then
+  if #envs > 0 then
     redis.call('RPUSH', kReady, unpack(envs))
-    -- Past the marker: the marker goes back to the tail.
-    if redis.call('ZCARD', kPrio) > 0 then
-      prio().mark(kReady)
-    end
-  else
-    redis.call('LPUSH', kReady, unpack(envs))
+  end
+  if marked and redis.call('ZCARD', kPrio) > 0 then
+    redis.call('RPUSH', kReady, PRIO_MARKER)
   end
 end
 

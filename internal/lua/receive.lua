@@ -40,6 +40,10 @@
 -- ARGV[6] -> with ARGV[5]: how far ahead of now starts may be handed out, µs
 -- ARGV[7] -> the fleet's concurrency (blocking.WithGlobalConcurrency): the
 --            most leases at once; 0: none
+-- ARGV[8] -> '0' for a dead-letter queue, whose items have no deadline
+--            (an item's ends when it is dead-lettered): none expires, not
+--            even one a release that kept deadlines dead-lettered;
+--            otherwise '1'
 --
 -- The limits. A delivery start is a slot on one timeline every process
 -- shares (KEYS[8], GCRA-style): the call leases at most as many items as
@@ -56,7 +60,8 @@
 --   held (wait for one to end); otherwise a flat list of pairs, in delivery order: {token,
 --   envelope} for a lease, {'', reason} for bytes moved to the dead letters,
 --   {'!', id} for an item past its deadline (blocking.WithTTL), moved to the
---   dead letters with the error 'expired' instead of being leased; with a
+--   dead letters with the error 'expired', and without its deadline,
+--   instead of being leased; with a
 --   rate limit, the list ends with {'@', µs}: how long after now the first
 --   lease may start (the others follow one interval apart).
 
@@ -138,12 +143,13 @@ end
 
 local now = now_ms()
 local deadline = now + tonumber(ARGV[1])
+local deadlines = ARGV[8] ~= '0'
 local out, leases, inflight, dead = {}, {}, {}, {}
 local n = 0
 for i = 1, #envs do
   local env = envs[i]
-  if expired(env, now) then
-    dead[#dead + 1] = with_attempt(with_header(env, HEADER_ERROR, 'expired'), 0)
+  if deadlines and expired(env, now) then
+    dead[#dead + 1] = with_attempt(with_header(without_deadline(env), HEADER_ERROR, 'expired'), 0)
     out[#out + 1] = '!'
     out[#out + 1] = envelope_id(env) or ''
   elseif is_envelope(env) then

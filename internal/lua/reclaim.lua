@@ -3,9 +3,9 @@
 -- counted in the envelope's attempt counter. Items that used up their
 -- attempts (max_attempts in the meta hash, or ARGV[2] when none is
 -- recorded or it is no positive integer) go to the dead letters instead,
--- the reason in their error header. An in-flight entry that is no envelope
--- at all (see is_envelope) goes to the dead letters as it is, as in
--- receive.lua.
+-- the reason in their error header, without their deadline. An in-flight
+-- entry that is no envelope at all (see is_envelope) goes to the dead
+-- letters as it is, as in receive.lua.
 --
 -- It also gives back items stranded in the claimed list: an item a waiting
 -- consumer moved there (BLMOVE) but never leased or took, because the reply
@@ -63,7 +63,7 @@ for i = 1, #tokens do
     else
       local attempt = attempt_of(env) + 1
       if attempt >= max then
-        dead[#dead + 1] = with_attempt(with_header(env, HEADER_ERROR,
+        dead[#dead + 1] = with_attempt(with_header(without_deadline(env), HEADER_ERROR,
           'lease expired on attempt ' .. attempt .. ' of ' .. max), 0)
         out[#out + 1] = envelope_id(env) or ''
       else

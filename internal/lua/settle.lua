@@ -6,7 +6,8 @@
 -- the queue's meta hash, which every process shares, or ARGV[7] when no
 -- process has recorded one (or it is no positive integer). The failure
 -- (ARGV[3]) goes into the envelope's error header; a dead letter's says
--- which attempt of how many it was.
+-- which attempt of how many it was, and a dead letter has no deadline
+-- (blocking.WithTTL: it ends when the item is dead-lettered).
 --
 -- With a lease token, the lease is settled: nothing changes when it is gone
 -- (a second run after a lost reply, or a lease the reclaimer took back).
@@ -70,8 +71,9 @@ if dead then
     why = why .. ' (attempt ' .. attempt .. ' of ' .. max .. ')'
   end
   -- The dead-letter queue counts its own deliveries; the failure that
-  -- brought the item here is in its headers.
-  redis.call('LPUSH', KEYS[6], with_attempt(with_header(env, HEADER_ERROR, why), 0))
+  -- brought the item here is in its headers. A dead letter has no
+  -- deadline.
+  redis.call('LPUSH', KEYS[6], with_attempt(with_header(without_deadline(env), HEADER_ERROR, why), 0))
   return {3, max}
 end
 

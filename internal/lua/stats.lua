@@ -10,9 +10,12 @@
 -- KEYS[6] -> redelay:{q}:dead:ready LIST
 -- KEYS[7] -> redelay:{q}:meta       HASH  paused
 -- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
+-- KEYS[9] -> redelay:{q}:dead:prio  ZSET  dead letters of priority the
+--                                         dead-letter queue gave back
 --
--- Output: {delayed, retry, ready (the list's and the priority set's),
---   inflight (leased + claimed), dead,
+-- Output: {delayed, retry, ready (X.ready_len: the list's and the priority set's),
+--   inflight (leased + claimed), dead (the dead-letter queue's ready items,
+--   counted as X.ready_len counts),
 --   paused 0|1, due ms of the oldest ready item or -1, next due µs or -1,
 --   server now µs}
 local us = now_us()
@@ -25,16 +28,11 @@ local function consider(env)
     end
   end
 end
--- The oldest ready item: the ready list's tail (past a marker), or the
+-- The oldest ready item: the ready list's tail (past the marker), or the
 -- first of one priority in the priority set.
 local tail = redis.call('LRANGE', KEYS[3], -2, -1)
-local markers = 0
 for i = #tail, 1, -1 do
-  if tail[i] == PRIO_MARKER then
-    if i == #tail then
-      markers = 1
-    end
-  else
+  if tail[i] ~= PRIO_MARKER then
     consider(tail[i])
     break
   end
@@ -61,9 +59,9 @@ end
 return {
   redis.call('ZCARD', KEYS[1]),
   redis.call('ZCARD', KEYS[2]),
-  redis.call('LLEN', KEYS[3]) - markers + queued,
+  extra().ready_len(KEYS[3], KEYS[8]),
   redis.call('HLEN', KEYS[4]) + redis.call('LLEN', KEYS[5]),
-  redis.call('LLEN', KEYS[6]),
+  extra().ready_len(KEYS[6], KEYS[9]),
   paused,
   oldest,
   next_due,

@@ -79,8 +79,11 @@ end
 if (old and dup == 'U') or unique_held then
   return finish(0)
 end
-if not old and ARGV[10] ~= '0' and extra().queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[8]) >= tonumber(ARGV[10]) then
-  return finish(5)
+if not old and ARGV[10] ~= '0' then
+  local bound = tonumber(ARGV[10])
+  if extra().queue_length(KEYS[1], KEYS[5], KEYS[4], KEYS[8], bound - 1) >= bound then
+    return finish(5)
+  end
 end
 
 local enqueued = now

@@ -252,11 +252,13 @@ func Invalid(why error) *Core {
 	return &Core{err: fmt.Errorf("%w: %w", ErrInvalidQueue, why), Cfg: Config{Logger: slog.Default()}, closing: make(chan struct{})}
 }
 
-// Child returns the core of a queue sharing c's hash tag and settings.
+// Child returns the core of a queue sharing c's hash tag and settings: the
+// dead letters, which expire nothing (see Deadlines).
 func (c *Core) Child(sub string) *Core {
 	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, closing: make(chan struct{})}
 	if c.err == nil {
 		cc.Store = c.Store.Client().Queue(cc.Keys)
+		cc.Store.SetDeadLetters()
 		cc.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
 		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
 	}
@@ -265,6 +267,12 @@ func (c *Core) Child(sub string) *Core {
 
 // Name is the queue's name.
 func (c *Core) Name() string { return c.Keys.Name }
+
+// Deadlines reports whether the queue expires items past their deadline
+// (WithTTL): every queue but a dead-letter queue, whose items have none
+// (an item's deadline ends when it is dead-lettered; one dead-lettered by
+// a release that kept it is not expired either).
+func (c *Core) Deadlines() bool { return !c.child }
 
 // Err is the construction error, or ErrClosed after Close.
 func (c *Core) Err() error {

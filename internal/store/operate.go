@@ -283,7 +283,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 // statsKeys are the KEYS of stats.lua.
 func (q *Queue) statsKeys() []string {
 	k := q.K
-	return []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio}
+	return []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio, k.DeadPrio}
 }
 
 // statsOf reads the reply of stats.lua.
@@ -322,7 +322,7 @@ const (
 	PartRetry                // the retry set
 	PartReady                // the ready list
 	PartInflight             // the leases, the in-flight items, the claimed list
-	PartDead                 // the dead letters' ready list
+	PartDead                 // the dead letters: the dead-letter queue's ready list and priority set
 )
 
 // Purge drops every item of the parts, atomically, and returns how many
@@ -331,31 +331,31 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 	k := q.K
 	var ks []string
 	var count []any
-	add := func(key string, counted bool) {
+	// how a key counts (purge.lua): "1" its entries are items, "0" they
+	// are not (an index), "ready" the ready list, followed by its priority
+	// set (counted as ready_len counts them).
+	add := func(key, how string) {
 		ks = append(ks, key)
-		if counted {
-			count = append(count, "1")
-		} else {
-			count = append(count, "0")
-		}
+		count = append(count, how)
 	}
 	for _, p := range parts {
 		switch p {
 		case PartDelayed:
-			add(k.Delayed, true)
-			add(k.Items, false)
+			add(k.Delayed, "1")
+			add(k.Items, "0")
 		case PartRetry:
-			add(k.Retry, true)
+			add(k.Retry, "1")
 		case PartReady:
-			add(k.Ready, true)
-			add(k.Prio, true)
+			add(k.Ready, "ready")
+			add(k.Prio, "0")
 		case PartInflight:
-			add(k.Inflight, true)
-			add(k.Leases, false)
-			add(k.Claimed, true)
-			add(k.Seen, false)
+			add(k.Inflight, "1")
+			add(k.Leases, "0")
+			add(k.Claimed, "1")
+			add(k.Seen, "0")
 		case PartDead:
-			add(k.DeadReady, true)
+			add(k.DeadReady, "ready")
+			add(k.DeadPrio, "0")
 		}
 	}
 	if len(ks) == 0 {
@@ -364,10 +364,12 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 	return q.c.eval(ctx, lua.Purge, ks, count...).Int64()
 }
 
-// Requeue moves the dead letter with exactly these bytes back to the ready
-// list (requeue.lua); false when it is no longer there.
-func (q *Queue) Requeue(ctx context.Context, raw []byte) (bool, error) {
-	n, err := q.c.eval(ctx, lua.Requeue, []string{q.K.DeadReady, q.K.Ready, q.K.Prio, q.K.Seq}, raw).Int64()
+// Requeue moves the dead letter e (from Find) back to the ready list
+// (requeue.lua): by its member in the dead letters' priority set, or by
+// its exact bytes in their list; false when it is no longer there.
+func (q *Queue) Requeue(ctx context.Context, e Entry) (bool, error) {
+	k := q.K
+	n, err := q.c.eval(ctx, lua.Requeue, []string{k.DeadReady, k.Ready, k.Prio, k.Seq, k.DeadPrio}, e.Data, e.Key).Int64()
 	return n == 1, err
 }
 
@@ -390,11 +392,10 @@ func (q *Queue) DeleteReady(ctx context.Context, e Entry) (bool, error) {
 	return n == 1, err
 }
 
-// DeleteDead drops the dead letter with exactly these bytes; false when it
-// is no longer there.
-func (q *Queue) DeleteDead(ctx context.Context, raw []byte) (bool, error) {
-	n, err := q.c.rdb.LRem(ctx, q.K.DeadReady, 1, raw).Result()
-	return n == 1, err
+// DeleteDead drops the dead letter e (from Find), as DeleteReady drops a
+// ready item; false when it is no longer there.
+func (q *Queue) DeleteDead(ctx context.Context, e Entry) (bool, error) {
+	return q.c.Queue(q.K.Dead()).DeleteReady(ctx, e)
 }
 
 // DeleteLeased drops a leased item and its lease, atomically; false when
@@ -473,7 +474,7 @@ func (q *Queue) Find(ctx context.Context, p Part, id string, limit int) (e Entry
 		case PartReady:
 			page, err = q.listReady(ctx, off, n)
 		case PartDead:
-			page, err = q.listList(ctx, q.K.DeadReady, off, n)
+			page, err = q.c.Queue(q.K.Dead()).listReady(ctx, off, n)
 		case PartInflight:
 			page, err = q.ListLeased(ctx, off, n)
 		default:

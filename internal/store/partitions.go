@@ -29,7 +29,7 @@ func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
 func (q *Queue) partitionsKeys() []string {
 	k := q.K
 	return []string{k.Meta, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready,
-		k.Prio, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Schedules}
+		k.Prio, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.DeadPrio, k.Schedules}
 }
 
 // StatsPartitions is Stats of q, and Partitions(n) of part0 (the queue's

@@ -40,6 +40,8 @@ type Queue struct {
 	// ack: offers, acks and settlements wait for replicas (SetReplicaAck);
 	// nil: they do not, and cost nothing more.
 	ack *replicaAck
+	// dead: q holds dead letters (SetDeadLetters).
+	dead bool
 }
 
 // marker is PRIO_MARKER of prelude.lua: the ready list's tail while the
@@ -55,6 +57,11 @@ func (c *Client) Queue(k keys.Queue) *Queue { return &Queue{c: c, K: k} }
 
 // Client returns the client q runs on.
 func (q *Queue) Client() *Client { return q.c }
+
+// SetDeadLetters marks q as a queue of dead letters, before its first use:
+// its receives (Lease) lease every item, whatever deadline (WithTTL) it
+// carries, since an item's deadline ends when it is dead-lettered.
+func (q *Queue) SetDeadLetters() { q.dead = true }
 
 // OfferItem is one item of an offer call.
 type OfferItem struct {
@@ -458,14 +465,19 @@ var ErrPaused = errors.New("store: queue paused")
 
 // Lease runs receive.lua: leases up to max ready items for vis, with tokens
 // prefix+index, claimed first when not nil. nil when nothing was ready;
-// ErrPaused when the queue is paused.
+// ErrPaused when the queue is paused. Items past their deadline go to the
+// dead letters instead, unless q holds dead letters (SetDeadLetters).
 func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix string, claimed []byte, lim Limits) ([]Leased, error) {
 	k := q.K
 	if claimed == nil {
 		claimed = []byte{}
 	}
+	deadlines := 1
+	if q.dead {
+		deadlines = 0
+	}
 	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio, k.Rate},
-		vis.Milliseconds(), max, prefix, claimed, lim.Interval.Microseconds(), lim.Ahead.Microseconds(), lim.Concurrency).StringSlice()
+		vis.Milliseconds(), max, prefix, claimed, lim.Interval.Microseconds(), lim.Ahead.Microseconds(), lim.Concurrency, deadlines).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -717,29 +729,11 @@ func (q *Queue) Remove(ctx context.Context, id string) (bool, error) {
 	return n == 1, err
 }
 
-// ReadyLen is the number of ready items: the ready list's (less a marker
-// at its tail) and the priority set's.
+// ReadyLen is the number of ready items: the ready list's (less the
+// priority marker at its tail) and the priority set's (size.lua, which
+// counts as every count of ready items does).
 func (q *Queue) ReadyLen(ctx context.Context) (int64, error) {
-	k := q.K
-	var n, p *redis.IntCmd
-	var tail *redis.StringCmd
-	_, err := q.c.rdb.Pipelined(ctx, func(pp redis.Pipeliner) error {
-		n = pp.LLen(ctx, k.Ready)
-		p = pp.ZCard(ctx, k.Prio)
-		tail = pp.LIndex(ctx, k.Ready, -1)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, err
-	}
-	if err := errors.Join(n.Err(), p.Err()); err != nil {
-		return 0, err
-	}
-	total := n.Val() + p.Val()
-	if tail.Err() == nil && tail.Val() == marker {
-		total--
-	}
-	return total, nil
+	return q.c.eval(ctx, lua.Size, []string{q.K.Ready, q.K.Prio}).Int64()
 }
 
 // DelayedLen is the number of pending delayed items (retries not counted).
@@ -755,7 +749,7 @@ func (q *Queue) ClearDelayed(ctx context.Context) error {
 // Redrive moves up to batch dead letters back to the ready list.
 func (q *Queue) Redrive(ctx context.Context, batch int) (int64, error) {
 	k := q.K
-	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready, k.Prio, k.Seq}, batch).Int64()
+	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready, k.Prio, k.Seq, k.DeadPrio}, batch).Int64()
 }
 
 // SetMaxAttempts records the queue's limit, shared by every process, and
