@@ -210,10 +210,19 @@ type Stats struct {
 	// NextDue is when the earliest delayed item or retry falls due; zero
 	// when none is pending.
 	NextDue time.Time
+	// Eviction is the maxmemory-policy of the queue's Redis server (on a
+	// Cluster, the first that evicts among the masters'); "" when unknown
+	// (the server refuses INFO). Any policy but "noeviction" lets Redis
+	// delete the queue's keys when it is full, and items vanish without
+	// an error: see docs/reliability.md. It is read once per client, and
+	// again when the reading is a minute old.
+	Eviction string
 }
 
 // Stats reads the queue's counts and timings in one round trip, on the
-// Redis server's clock. O(log N).
+// Redis server's clock. O(log N). The first call of a client, and the
+// first after a minute, reads its server's eviction policy too (INFO, on
+// every master of a Cluster).
 func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err := q.core.Err(); err != nil {
 		return Stats{}, err
@@ -225,7 +234,9 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
 	}
-	return statsOf(st), nil
+	s := statsOf(st)
+	s.Eviction = q.core.Eviction(ctx)
+	return s, nil
 }
 
 // statsOf converts the store's reading.

@@ -239,6 +239,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	if err := c.layout.check(ctx, &c.bg); err != nil {
 		return 0, err
 	}
+	c.checkServer()
 	cb := &c.comb
 	cb.mu.Lock()
 	if ctx.Done() == nil && cb.sending == 0 && len(cb.queue) == 0 {
@@ -300,9 +301,20 @@ func (c *Core) sendOwn(ctx context.Context, item store.OfferItem) (int64, error)
 func (c *Core) offerCall(ctx context.Context, lane, nonce string, items []store.OfferItem) ([]int64, error) {
 	statuses, err := c.Store.Offer(ctx, lane, nonce, c.Cfg.MaxSize, items)
 	if err != nil && statuses == nil {
-		err = &OfferOutcomeUnknown{Err: err}
+		err = OfferError(err)
 	}
 	return statuses, err
+}
+
+// OfferError is the error of an offer call that was sent and failed
+// without a result: an error wrapping ErrOutOfMemory when Redis refused it
+// for want of memory (the script wrote nothing: not stored), else an
+// *OfferOutcomeUnknown (it may have run).
+func OfferError(err error) error {
+	if store.OutOfMemory(err) {
+		return fmt.Errorf("%w, nothing was stored: %w", ErrOutOfMemory, err)
+	}
+	return &OfferOutcomeUnknown{Err: err}
 }
 
 // send sends queued offers until none is left and none comes for
@@ -391,8 +403,10 @@ type OfferLane struct {
 	Name string
 }
 
-// Lane takes a lane for calls of the caller's own.
+// Lane takes a lane for calls of the caller's own (OfferBatch, Upsert),
+// which are offers: it has the server checked (checkServer) too.
 func (c *Core) Lane() *OfferLane {
+	c.checkServer()
 	lane, name, _ := c.lanes.get()
 	return &OfferLane{c: c, lane: lane, Name: name}
 }
@@ -425,7 +439,7 @@ func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us in
 		return st, err // it ran on the master
 	}
 	if err != nil {
-		return 0, &OfferOutcomeUnknown{Err: err} // sent: it may have run
+		return 0, OfferError(err) // sent: it may have run, unless refused for memory
 	}
 	return st, c.full(st == lua.UpsertFull, nil)
 }
