@@ -19,7 +19,7 @@ func (q *Queue) RegisterEviction(policy func() string) (unregister func()) {
 	if q == nil || q.meter == nil {
 		return func() {}
 	}
-	gauge, err := q.meter.Int64ObservableGauge(tracing.MetricEviction, metric.WithUnit("1"),
+	gauge, err := q.meter.Int64ObservableGauge(tracing.MetricEviction,
 		metric.WithDescription("1 while Redis may evict keys when full (maxmemory-policy not noeviction), 0 while it may not."))
 	if err != nil {
 		otel.Handle(err)
