@@ -239,7 +239,9 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	if err := c.layout.check(ctx, &c.bg); err != nil {
 		return 0, err
 	}
-	c.checkServer()
+	// After the call: its own round trip goes first, on the connection
+	// the check then reuses.
+	defer c.checkServer()
 	cb := &c.comb
 	cb.mu.Lock()
 	if ctx.Done() == nil && cb.sending == 0 && len(cb.queue) == 0 {
@@ -403,10 +405,8 @@ type OfferLane struct {
 	Name string
 }
 
-// Lane takes a lane for calls of the caller's own (OfferBatch, Upsert),
-// which are offers: it has the server checked (checkServer) too.
+// Lane takes a lane for calls of the caller's own (OfferBatch, Upsert).
 func (c *Core) Lane() *OfferLane {
-	c.checkServer()
 	lane, name, _ := c.lanes.get()
 	return &OfferLane{c: c, lane: lane, Name: name}
 }
@@ -414,8 +414,12 @@ func (c *Core) Lane() *OfferLane {
 // Nonce returns a nonce for one more call on the lane.
 func (l *OfferLane) Nonce() string { return l.c.lanes.nextNonce() }
 
-// Release returns the lane.
-func (l *OfferLane) Release() { l.c.lanes.put(l.lane) }
+// Release returns the lane once its calls ended, and has the server
+// checked (checkServer), as an offer does.
+func (l *OfferLane) Release() {
+	l.c.lanes.put(l.lane)
+	l.c.checkServer()
+}
 
 // Upsert sends one offer under a duplicate mode (store.Upsert) in a call
 // of its own: such offers are not combined, so that two of the same ID
