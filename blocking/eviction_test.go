@@ -29,12 +29,10 @@ func warnings(logs *redistest.Logs) int {
 // that only consumes), and reported by Stats.
 func TestEvictionPolicy(t *testing.T) {
 	redistest.ForEachDedicated(t, func(t *testing.T, d *redistest.Dedicated) {
-		// On a Cluster, one master of three: a policy on any master counts.
-		one := d.Masters[len(d.Masters)-1]
 		for _, policy := range []string{"allkeys-lru", "volatile-lru", "noeviction"} {
 			t.Run(policy, func(t *testing.T) {
-				redistest.ConfigSet(t, one, "maxmemory-policy", policy)
-				t.Cleanup(func() { redistest.ConfigSet(t, one, "maxmemory-policy", "noeviction") })
+				// On a Cluster, one master of three: a policy on any master counts.
+				d.ConfigSetOne(t, "maxmemory-policy", policy)
 				evicts := policy != "noeviction"
 				ctx := context.Background()
 

@@ -17,10 +17,9 @@ import (
 // noeviction.
 func TestEvictionBanner(t *testing.T) {
 	redistest.ForEachDedicated(t, func(t *testing.T, d *redistest.Dedicated) {
-		one := d.Masters[len(d.Masters)-1]
 		for _, policy := range []string{"volatile-lru", "noeviction"} {
 			t.Run(policy, func(t *testing.T) {
-				redistest.ConfigSet(t, one, "maxmemory-policy", policy)
+				d.ConfigSetOne(t, "maxmemory-policy", policy)
 				rdb := d.Client()
 				name := redistest.QueueName(t)
 				q := blocking.New[string](rdb, name)

@@ -14,10 +14,9 @@ import (
 // a policy that evicts on any master.
 func TestEviction(t *testing.T) {
 	redistest.ForEachDedicated(t, func(t *testing.T, d *redistest.Dedicated) {
-		one := d.Masters[len(d.Masters)-1]
 		for _, policy := range []string{"volatile-lru", "allkeys-lfu", "noeviction"} {
 			t.Run(policy, func(t *testing.T) {
-				redistest.ConfigSet(t, one, "maxmemory-policy", policy)
+				d.ConfigSetOne(t, "maxmemory-policy", policy)
 				ctx := context.Background()
 				rdb := d.Client()
 				name := redistest.QueueName(t)

@@ -16,13 +16,12 @@ import (
 // server may evict, with the policy, and 0 under noeviction.
 func TestEvictionGauge(t *testing.T) {
 	redistest.ForEachDedicated(t, func(t *testing.T, d *redistest.Dedicated) {
-		one := d.Masters[len(d.Masters)-1]
 		for _, c := range []struct {
 			policy string
 			want   int64
 		}{{"allkeys-lru", 1}, {"noeviction", 0}} {
 			t.Run(c.policy, func(t *testing.T) {
-				redistest.ConfigSet(t, one, "maxmemory-policy", c.policy)
+				d.ConfigSetOne(t, "maxmemory-policy", c.policy)
 				reader := sdkmetric.NewManualReader()
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 				t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })

@@ -54,11 +54,10 @@ func TestStatsWarnsOfEviction(t *testing.T) {
 		rdb := d.Client()
 		conn := connFlags(t, rdb)
 		name := fixture(t, rdb)
-		// On a Cluster, one master of three: a policy on any master counts.
-		one := d.Masters[len(d.Masters)-1]
 		for _, policy := range []string{"allkeys-lru", "volatile-lru", "noeviction"} {
 			t.Run(policy, func(t *testing.T) {
-				redistest.ConfigSet(t, one, "maxmemory-policy", policy)
+				// On a Cluster, one master of three: a policy on any master counts.
+				d.ConfigSetOne(t, "maxmemory-policy", policy)
 				for _, args := range [][]string{{"stats"}, {"stats", name}, {"stats", name, "-o", "json"}} {
 					r := cli(t, with(conn, args...)...)
 					if r.code != 0 {

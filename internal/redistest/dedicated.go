@@ -47,12 +47,12 @@ func ForEachDedicated(t *testing.T, f func(t *testing.T, d *Dedicated)) {
 // ForEachDedicated's subtest ends.
 func (d *Dedicated) Client() redis.UniversalClient { return d.client() }
 
-// ConfigSet sets a configuration parameter on every master.
-func (d *Dedicated) ConfigSet(t testing.TB, key, value string) {
+// ConfigSetOne sets a configuration parameter on one master: the
+// server, or the last of the cluster's three (so that a test sees what a
+// setting on any one master does).
+func (d *Dedicated) ConfigSetOne(t testing.TB, key, value string) {
 	t.Helper()
-	for _, m := range d.Masters {
-		ConfigSet(t, m, key, value)
-	}
+	ConfigSet(t, d.Masters[len(d.Masters)-1], key, value)
 }
 
 // ConfigSet sets a configuration parameter of one server.
