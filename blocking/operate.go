@@ -215,14 +215,13 @@ type Stats struct {
 	// (the server refuses INFO). Any policy but "noeviction" lets Redis
 	// delete the queue's keys when it is full, and items vanish without
 	// an error: see docs/reliability.md. It is read once per client, and
-	// again when the reading is a minute old.
+	// again when the reading is a minute old: the Stats call that reads
+	// it makes one more round trip (INFO, on every master of a Cluster).
 	Eviction string
 }
 
 // Stats reads the queue's counts and timings in one round trip, on the
-// Redis server's clock. O(log N). The first call of a client, and the
-// first after a minute, reads its server's eviction policy too (INFO, on
-// every master of a Cluster).
+// Redis server's clock. O(log N).
 func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err := q.core.Err(); err != nil {
 		return Stats{}, err
