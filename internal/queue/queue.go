@@ -484,7 +484,7 @@ func (c *Core) StartBackground(ctx context.Context) error {
 			c.stopGauge = c.Tel.RegisterDepth(c.Store.Depths)
 		}
 		if c.Keys.Part == 0 {
-			stopDepth, stopEviction := c.stopGauge, c.Tel.RegisterEviction(c.srv.Known)
+			stopDepth, stopEviction := c.stopGauge, c.Tel.RegisterEviction(c.Keys.Name, c.srv.Known)
 			c.stopGauge = func() { stopDepth(); stopEviction() }
 		}
 	}

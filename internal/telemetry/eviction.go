@@ -4,18 +4,19 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/tracing"
 )
 
-// RegisterEviction registers the redelay.redis.eviction gauge of this
-// queue: at each collection, 1 when policy (the maxmemory-policy as last
-// read, no network call) evicts, 0 when it does not, nothing while it is
-// unknown (""). The returned function unregisters it.
-func (q *Queue) RegisterEviction(policy func() string) (unregister func()) {
+// RegisterEviction registers the redelay.redis.eviction gauge of the
+// queue called name: at each collection, 1 when policy (the
+// maxmemory-policy as last read, no network call) evicts, 0 when it does
+// not, nothing while it is unknown (""). The returned function
+// unregisters it.
+func (q *Queue) RegisterEviction(name string, policy func() string) (unregister func()) {
 	if q == nil || q.meter == nil {
 		return func() {}
 	}
@@ -34,8 +35,8 @@ func (q *Queue) RegisterEviction(policy func() string) (unregister func()) {
 		if store.Evicts(p) {
 			v = 1
 		}
-		attrs := append(append([]attribute.KeyValue{}, q.common...), tracing.RedisPolicyKey.String(p))
-		o.ObserveInt64(gauge, v, metric.WithAttributes(attrs...))
+		o.ObserveInt64(gauge, v, metric.WithAttributes(semconv.MessagingSystemKey.String(tracing.System),
+			semconv.MessagingDestinationName(name), tracing.RedisPolicyKey.String(p)))
 		return nil
 	}, gauge)
 	if err != nil {
