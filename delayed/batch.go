@@ -126,7 +126,7 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, given []string, d
 			return struct{}{}, nil
 		}, nil)
 		if err != nil {
-			return ids, fmt.Errorf("offer batch %s: %w", name, &queue.OfferOutcomeUnknown{Err: err})
+			return ids, fmt.Errorf("offer batch %s: %w", name, queue.OfferError(err))
 		}
 		var notReplicated error
 		for i, c := range calls {

@@ -64,10 +64,18 @@ func TestOfferOutOfMemory(t *testing.T) {
 		bounded := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxSize(100))
 		bdq := delayed.New(bounded)
 		t.Cleanup(func() { _ = bdq.Close(); _ = bounded.Close() })
+		// A queue first used past maxmemory: the check of its layout, which
+		// records its partitions, is refused before any offer is sent.
+		parted := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithPartitions(2))
+		pdq := delayed.New(parted, delayed.WithoutTransfer())
+		t.Cleanup(func() { _ = pdq.Close(); _ = parted.Close() })
 		d.OutOfMemory(t)
 		outOfMemoryOffers(t, dq)
 		ids, err := bdq.OfferBatch(ctx, []string{"h", "i"}, time.Hour)
 		notStored(t, "OfferBatch of a bounded queue", ids, err)
+		outOfMemoryOffers(t, pdq)
+		id, err := parted.Offer(ctx, "j")
+		notStored(t, "Offer of a partitioned queue", nonEmpty(id), err)
 		for _, s := range []struct {
 			name string
 			q    *blocking.Queue[string]

@@ -237,7 +237,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 		return 0, err
 	}
 	if err := c.layout.check(ctx, &c.bg); err != nil {
-		return 0, err
+		return 0, NotStored(err) // the offer was not sent
 	}
 	// After the call: its own round trip goes first, on the connection
 	// the check then reuses.
@@ -314,9 +314,20 @@ func (c *Core) offerCall(ctx context.Context, lane, nonce string, items []store.
 // *OfferOutcomeUnknown (it may have run).
 func OfferError(err error) error {
 	if store.OutOfMemory(err) {
-		return fmt.Errorf("%w, nothing was stored: %w", ErrOutOfMemory, err)
+		return NotStored(err)
 	}
 	return &OfferOutcomeUnknown{Err: err}
+}
+
+// NotStored is the error of an offer that failed with err before or in
+// its call: when Redis refused the call, or the queue's check before it,
+// for want of memory (store.OutOfMemory), an error that wraps
+// ErrOutOfMemory and says nothing was stored; else err.
+func NotStored(err error) error {
+	if !store.OutOfMemory(err) {
+		return err
+	}
+	return fmt.Errorf("%w, nothing was stored: %w", ErrOutOfMemory, err)
 }
 
 // send sends queued offers until none is left and none comes for
