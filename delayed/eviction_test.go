@@ -64,6 +64,9 @@ func TestOfferOutOfMemory(t *testing.T) {
 		bounded := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithMaxSize(100))
 		bdq := delayed.New(bounded)
 		t.Cleanup(func() { _ = bdq.Close(); _ = bounded.Close() })
+		if _, err := bounded.Stats(ctx); err != nil { // its first call, before Redis is full
+			t.Fatal(err)
+		}
 		// A queue first used past maxmemory: the check of its layout, which
 		// records its partitions, is refused before any offer is sent.
 		parted := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithPartitions(2))
