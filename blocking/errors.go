@@ -58,6 +58,12 @@ var (
 	// returned and handled like ErrCorrupt; it is not ErrCorrupt, since
 	// the stored data may be sound for a reader of the right type.
 	ErrDecode = queue.ErrDecode
+	// ErrOutOfMemory: Redis refused an offer because its memory is at
+	// maxmemory (under maxmemory-policy noeviction, which redelay needs:
+	// docs/reliability.md). Nothing was stored, and no ID is returned.
+	// Offers fail with it until consumers drain items or the server gets
+	// more memory; Take, Receive and Ack go on. Shed or retry the work.
+	ErrOutOfMemory = queue.ErrOutOfMemory
 )
 
 // HeaderError is the Delivery header that holds an item's last failure: the

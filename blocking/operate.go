@@ -214,6 +214,14 @@ type Stats struct {
 	// NextDue is when the earliest delayed item or retry falls due; zero
 	// when none is pending.
 	NextDue time.Time
+	// Eviction is the maxmemory-policy of the queue's Redis server (on a
+	// Cluster, the first that evicts among the masters'); "" when unknown
+	// (the server refuses INFO). Any policy but "noeviction" lets Redis
+	// delete the queue's keys when it is full, and items vanish without
+	// an error: see docs/reliability.md. It is read once per client, and
+	// again when the reading is a minute old: the Stats call that reads
+	// it makes one more round trip (INFO, on every master of a Cluster).
+	Eviction string
 }
 
 // Stats reads the queue's counts and timings in one round trip, on the
@@ -229,7 +237,9 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
 	}
-	return statsOf(st), nil
+	s := statsOf(st)
+	s.Eviction = q.core.Eviction(ctx)
+	return s, nil
 }
 
 // statsOf converts the store's reading.

@@ -475,7 +475,7 @@ func (q *Queue[T]) statsParts(ctx context.Context) (Stats, error) {
 	}); err != nil {
 		return Stats{}, err
 	}
-	var s Stats
+	s := Stats{Eviction: all[0].Eviction} // one client: one policy
 	for _, st := range all {
 		s.Delayed += st.Delayed
 		s.Retry += st.Retry

@@ -161,7 +161,8 @@ const MaxIDLen = queue.MaxIDLen
 // was lost): the item may have been stored, once. With [WithReplicaAck],
 // an error wrapping [ErrNotReplicated] also comes with the ID: the item
 // is stored on the master, and replicas did not confirm it in time. An
-// error without an ID means it was not stored.
+// error without an ID means it was not stored: among them
+// [ErrOutOfMemory], Redis's refusal of a write past its maxmemory.
 func (q *Queue[T]) Offer(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	if err := q.core.Err(); err != nil {
 		return "", err

@@ -480,13 +480,13 @@ func TestResentImmediateOfferStoredOnce(t *testing.T) {
 	})
 }
 
-// rsChecked makes q's one-time check of its number of partitions (the
-// first call of a process that touches the queue reads it) before a test
-// holds or counts replies.
+// rsChecked makes q's one-time checks, of its number of partitions and of
+// its server's eviction policy (the first calls of a process read them),
+// before a test holds or counts replies.
 func rsChecked(t *testing.T, ctx context.Context, q *blocking.Queue[string]) {
 	t.Helper()
-	if _, err := q.Size(ctx); err != nil {
-		t.Fatalf("Size: %v", err)
+	if _, err := q.Stats(ctx); err != nil {
+		t.Fatalf("Stats: %v", err)
 	}
 }
 

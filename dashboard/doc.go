@@ -29,6 +29,11 @@
 //     indented into a huge text costs a bounded page.
 //   - A queue's recurring schedules: name, spec, next and last tick.
 //
+// Every page carries a banner when the Redis server may evict keys (its
+// maxmemory-policy, on any master, is not noeviction: items can vanish
+// without an error), read with inspect.Inspector.Eviction: once per
+// client, and again when the reading is a minute old.
+//
 // # Mounting behind authentication
 //
 // The dashboard has no authentication of its own: put it behind the

@@ -38,6 +38,9 @@ type view struct {
 	ReadOnly bool
 	CSRF     string // the token for the page's forms; "" when read-only
 	Flash    string // the message an action left, checked
+	// Eviction is the Redis server's maxmemory-policy when it may evict
+	// keys (a banner says so on every page); "" otherwise.
+	Eviction string
 	Now      time.Time
 	States   []inspect.State
 	Data     any // the page's own
@@ -53,6 +56,9 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		Now:      time.Now(),
 		States:   inspect.States(),
 		Data:     data,
+	}
+	if p, err := h.in.Eviction(r.Context()); err == nil && p != "noeviction" {
+		v.Eviction = p
 	}
 	if name != "error" {
 		v.Flash = h.flash(r.URL.Query())

@@ -126,13 +126,13 @@ func (d *Queue[T]) offerBatch(ctx context.Context, values []T, given []string, d
 			return struct{}{}, nil
 		}, nil)
 		if err != nil {
-			return ids, fmt.Errorf("offer batch %s: %w", name, &queue.OfferOutcomeUnknown{Err: err})
+			return ids, fmt.Errorf("offer batch %s: %w", name, queue.OfferError(err))
 		}
 		var notReplicated error
 		for i, c := range calls {
 			first := gStart + i*batchChunk
 			if c.Err != nil && !errors.Is(c.Err, ErrNotReplicated) {
-				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", name, first, first+len(c.Items)-1, &queue.OfferOutcomeUnknown{Err: c.Err})
+				return ids, fmt.Errorf("offer batch %s: items %d to %d: %w", name, first, first+len(c.Items)-1, queue.OfferError(c.Err))
 			}
 			if c.Err != nil && notReplicated == nil {
 				// One WAIT covers the round trip's calls.

@@ -40,6 +40,9 @@ var (
 	// ErrDecode is blocking.ErrDecode: Get of an item whose value the
 	// queue's codec cannot decode into T.
 	ErrDecode = blocking.ErrDecode
+	// ErrOutOfMemory is blocking.ErrOutOfMemory: Redis refused the offer
+	// because its memory is at maxmemory; nothing was stored.
+	ErrOutOfMemory = blocking.ErrOutOfMemory
 )
 
 // MaxIDLen bounds an ID given with WithID, in bytes.
@@ -258,7 +261,8 @@ func (o *offerOptions) apply(opts []OfferOption) {
 // ErrDuplicate while it is pending). With blocking.WithReplicaAck, an
 // error wrapping [ErrNotReplicated] also comes with the ID: the item is
 // stored on the master, and replicas did not confirm it in time. An error
-// without an ID means it was not stored.
+// without an ID means it was not stored: among them [ErrOutOfMemory],
+// Redis's refusal of a write past its maxmemory.
 func (d *Queue[T]) Offer(ctx context.Context, v T, delay time.Duration, opts ...OfferOption) (string, error) {
 	if err := queue.CheckDelay("delay", delay); err != nil {
 		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)

@@ -115,7 +115,7 @@ func (d *Queue[T]) listParts(ctx context.Context, offset, limit int) ([]Item[T],
 // the IDs of the items known offered, in slice order.
 func (d *Queue[T]) offerBatchParts(ctx context.Context, values []T, delay time.Duration, o *offerOptions, trace map[string]string) ([]string, error) {
 	if err := d.core.CheckLayout(ctx); err != nil {
-		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), err)
+		return nil, fmt.Errorf("offer batch %s: %w", d.core.Name(), queue.NotStored(err))
 	}
 	n := len(d.parts)
 	ids := make([]string, len(values))

@@ -11,6 +11,7 @@ import (
 	"github.com/redelay/redelay/internal/keys"
 	iqueue "github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/store"
+	"github.com/redelay/redelay/internal/transfer"
 )
 
 // Sentinel errors; every error the package returns wraps one of these, a
@@ -39,6 +40,7 @@ type Stats = blocking.Stats
 type Inspector struct {
 	rdb redis.UniversalClient
 	c   *store.Client
+	srv *transfer.Server // what is known of rdb's server
 }
 
 // New returns an Inspector of the queues on rdb: a *redis.Client, a
@@ -49,8 +51,25 @@ func New(rdb redis.UniversalClient) *Inspector {
 	in := &Inspector{rdb: rdb}
 	if in.checkClient() == nil {
 		in.c = store.New(rdb) // it reads the options of a *redis.Client: not nil
+		in.srv = transfer.ServerOf(rdb)
 	}
 	return in
+}
+
+// Eviction returns the maxmemory-policy of the Redis deployment (on a
+// Cluster, the first that evicts among the masters'), "" when unknown:
+// the server refuses INFO (an ACL without @dangerous), or could not be
+// read. Any policy but "noeviction" lets Redis delete the queues' keys
+// when it is full, and items vanish without an error (see
+// docs/reliability.md); Stats.Eviction reports the same. It is read with
+// INFO memory (one round trip per master) once per client and again when
+// the reading is a minute old, and shared with the queues of the process
+// on the same client; a server that refuses INFO is not asked again.
+func (in *Inspector) Eviction(ctx context.Context) (string, error) {
+	if err := in.checkClient(); err != nil {
+		return "", fmt.Errorf("eviction: %w", err)
+	}
+	return in.srv.Eviction(ctx, in.c), nil
 }
 
 // checkClient says why in cannot make calls, if it cannot.

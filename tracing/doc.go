@@ -105,6 +105,11 @@
 //     offer reports none)
 //   - redelay.transfer.batch.size ({message}), redelay.transfer.errors
 //     ({run})
+//   - redelay.redis.eviction: observable gauge, 1 while the Redis server
+//     may evict keys (its maxmemory-policy, in redelay.redis.maxmemory_policy,
+//     is not noeviction), 0 while it may not; for each queue that consumes
+//     or transfers in the process, with no network call (the policy is read
+//     once per client, see docs/reliability.md)
 //
 // Message IDs, of high cardinality, are on spans only.
 package tracing

@@ -69,3 +69,13 @@ const (
 	MetricBatch             = "redelay.transfer.batch.size"         // histogram, {message}: items moved by one transfer run
 	MetricTransferErr       = "redelay.transfer.errors"             // counter, {run}: failed transfer runs
 )
+
+// MetricEviction is a gauge, 1 while the Redis deployment of the queue
+// may evict keys when it is full (its maxmemory-policy, on some master,
+// is not noeviction: queued items can vanish without an error) and 0
+// while it may not, with the policy in RedisPolicyKey. Nothing is
+// reported while the policy is unknown (the server refuses INFO).
+const MetricEviction = "redelay.redis.eviction"
+
+// RedisPolicyKey is the maxmemory-policy of MetricEviction.
+const RedisPolicyKey = attribute.Key("redelay.redis.maxmemory_policy")

@@ -255,7 +255,7 @@ func fillShowcase(t *testing.T, rdb redis.UniversalClient) *showcase {
 	}
 	for name, w := range want {
 		waitListed(t, rdb, name, func(st inspect.Stats) bool {
-			st.Latency, st.NextDue = 0, time.Time{}
+			st.Latency, st.NextDue, st.Eviction = 0, time.Time{}, ""
 			return st == w
 		})
 	}

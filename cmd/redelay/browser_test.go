@@ -52,6 +52,7 @@ func TestBrowser(t *testing.T) {
 		open(t, ctx, full)
 		waitVisible(t, ctx, rowSelector(name))
 		waitEqual(t, ctx, "the overview's row of the queue", rowJS(name), "delayed=3 retry=0 ready=2 inflight=0 dead=2 paused=false")
+		waitEqual(t, ctx, "the eviction banner under noeviction", textJS(`[data-testid="eviction"]`), "(none)")
 	})
 
 	t.Run("requeue", func(t *testing.T) {
@@ -111,6 +112,42 @@ func TestBrowser(t *testing.T) {
 	t.Run("property-names", func(t *testing.T) {
 		testPropertyNames(t, browser)
 	})
+
+	t.Run("eviction", func(t *testing.T) {
+		testEvictionBanner(t, browser)
+	})
+}
+
+// testEvictionBanner checks that every page of a dashboard whose Redis
+// server may evict keys says so at the top, above the page's own content.
+func testEvictionBanner(t *testing.T, browser context.Context) {
+	rdb := redistest.StartServer(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru")).Client(t)
+	name := countsQueue(t, rdb)
+	base := startDashboard(t, rdb)
+	want := "Redis may evict keys when it is full (maxmemory-policy allkeys-lru): queued items can vanish without an error. Set maxmemory-policy noeviction on every Redis server of these queues."
+	banner := `[data-testid="eviction"]`
+	// The banner comes before the page's content, in view without scrolling.
+	placed := `(() => {
+		const b = document.querySelector('[data-testid="eviction"]'), m = document.querySelector("main");
+		if (!b) return "(none)";
+		const r = b.getBoundingClientRect();
+		return (b.compareDocumentPosition(m) & Node.DOCUMENT_POSITION_FOLLOWING ? "before main" : "after main") +
+			(r.top >= 0 && r.bottom <= innerHeight && r.height > 0 ? ", in view" : ", out of view");
+	})()`
+	ctx := newTab(t, browser)
+	open(t, ctx, base)
+	waitVisible(t, ctx, banner)
+	waitEqual(t, ctx, "the overview's banner", textJS(banner), want)
+	waitEqual(t, ctx, "where the banner is", placed, "before main, in view")
+	clickAndLoad(t, ctx, rowSelector(name)+` [data-testid="queue-link"]`)
+	waitEqual(t, ctx, "the queue page's heading", textJS(`[data-testid="queue-name"]`), name)
+	waitEqual(t, ctx, "the queue page's banner", textJS(banner), want)
+	clickAndLoad(t, ctx, `[data-testid="tab-dead"]`)
+	waitEqual(t, ctx, "the dead tab's banner", textJS(banner), want)
+	open(t, ctx, pageURL(base, "item", "q", name, "id", "dead-1"))
+	waitEqual(t, ctx, "the item page's banner", textJS(banner), want)
+	open(t, ctx, pageURL(base, "schedules", "q", name))
+	waitEqual(t, ctx, "the schedules page's banner", textJS(banner), want)
 }
 
 // testPropertyNames checks that queues named like the properties every
@@ -306,7 +343,7 @@ func testReadOnly(t *testing.T, rdb redis.UniversalClient, browser context.Conte
 			t.Errorf("forged POST to the read-only dashboard's %s: %d, want 403", f.action, code)
 		}
 	}
-	if st := queueStats(t, rdb, name); st != (inspect.Stats{Delayed: 3, Ready: 2, Dead: 2, Latency: st.Latency, NextDue: st.NextDue}) {
+	if st := queueStats(t, rdb, name); st != (inspect.Stats{Delayed: 3, Ready: 2, Dead: 2, Latency: st.Latency, NextDue: st.NextDue, Eviction: st.Eviction}) {
 		t.Errorf("stats after forged POSTs to a read-only dashboard: %+v", st)
 	}
 

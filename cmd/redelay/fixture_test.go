@@ -93,7 +93,7 @@ func fixture(t *testing.T, rdb redis.UniversalClient) string {
 			t.Fatal(err)
 		}
 		settled := st.NextDue.Equal(fixtureDue)
-		st.NextDue = time.Time{}
+		st.NextDue, st.Eviction = time.Time{}, ""
 		return slices.Contains(names, name) && settled && st == blocking.Stats{Delayed: 3, Dead: 2}
 	})
 	return name

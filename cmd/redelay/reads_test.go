@@ -73,7 +73,7 @@ func TestReadJSON(t *testing.T) {
 		}
 		want := map[string]any{
 			"queue": name, "delayed": 3.0, "retry": 0.0, "ready": 0.0, "inflight": 0.0, "dead": 2.0,
-			"paused": false, "latency_ms": 0.0, "next_due": "2099-01-02T03:04:05Z",
+			"paused": false, "latency_ms": 0.0, "next_due": "2099-01-02T03:04:05Z", "eviction": "noeviction",
 		}
 		if !equalJSON(stats[0], want) {
 			t.Fatalf("stats -o json = %v, want %v", stats[0], want)

@@ -23,6 +23,9 @@ type statsRow struct {
 	Paused    bool      `json:"paused"`
 	LatencyMS int64     `json:"latency_ms"`
 	NextDue   time.Time `json:"next_due,omitzero"`
+	// Eviction is the maxmemory-policy of the queue's Redis server; ""
+	// when unknown.
+	Eviction string `json:"eviction,omitempty"`
 	// ReadyPerSec and DeadPerSec are how fast Ready and Dead changed
 	// since the previous sample of --watch, per second; nil on the first
 	// sample and without --watch.
@@ -49,7 +52,9 @@ func (a *app) statsCommand() *cobra.Command {
 (received, not settled) and DEAD; whether it is PAUSED; its LATENCY (how long
 the oldest ready item has waited since it fell due: alert on it) and when its
 next delayed item or retry falls due (NEXT-DUE). A name in the registry of
-queues that is no valid queue name is skipped with a warning on stderr.
+queues that is no valid queue name is skipped with a warning on stderr. When
+the Redis server may evict keys (its maxmemory-policy, on any master, is not
+noeviction), a warning on stderr says so: items can vanish without an error.
 
 --watch samples again every --interval until Ctrl-C, redrawing in place on a
 terminal (else printing one table after another, a blank line apart), and adds
@@ -57,7 +62,8 @@ how fast READY and DEAD change per second between samples (READY/S, DEAD/S).
 Each sample must answer within --timeout.
 
 -o json prints an array of objects: queue, delayed, retry, ready, inflight,
-dead, paused, latency_ms, next_due (RFC 3339, omitted when none). With --watch,
+dead, paused, latency_ms, next_due (RFC 3339, omitted when none), eviction
+(the server's maxmemory-policy, omitted when unknown). With --watch,
 one line of JSON per sample: {"time": ..., "queues": [...]}, the queues with
 ready_per_sec and dead_per_sec from the second sample on.`,
 		Args:              rangeArgs(0, "QUEUE"),
@@ -74,16 +80,21 @@ ready_per_sec and dead_per_sec from the second sample on.`,
 				return a.watchStats(cmd, queue, f.interval)
 			}
 			var rows []statsRow
+			policy := ""
 			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
 				var err error
 				rows, err = collectStats(ctx, in, queue, func(name string, err error) {
 					a.warnSkipped(cmd.ErrOrStderr(), name, err)
 				})
+				if err == nil {
+					policy, err = in.Eviction(ctx)
+				}
 				return err
 			})
 			if err != nil {
 				return err
 			}
+			warnEviction(cmd.ErrOrStderr(), policy)
 			if a.json() {
 				return writeJSON(cmd.OutOrStdout(), rows)
 			}
@@ -131,6 +142,7 @@ func collectStats(ctx context.Context, in *inspect.Inspector, queue string, skip
 			Paused:    st.Paused,
 			LatencyMS: millis(st.Latency),
 			NextDue:   jsonTime(st.NextDue),
+			Eviction:  st.Eviction,
 			latency:   st.Latency,
 		})
 	}
@@ -141,6 +153,15 @@ func collectStats(ctx context.Context, in *inspect.Inspector, queue string, skip
 // (collectStats).
 func (a *app) warnSkipped(w io.Writer, name string, err error) {
 	fmt.Fprintf(w, "redelay: warning: skipped %q of the registry of queues: %s\n", name, safeLines(message(err)))
+}
+
+// warnEviction tells on w that the Redis server may evict keys, when its
+// maxmemory-policy is known and is not noeviction.
+func warnEviction(w io.Writer, policy string) {
+	if policy == "" || policy == "noeviction" {
+		return
+	}
+	fmt.Fprintf(w, "redelay: warning: Redis may evict keys when it is full (maxmemory-policy %s): queued items can vanish without an error; set maxmemory-policy noeviction\n", safeText(policy))
 }
 
 // writeStatsTable writes rows as a table; with rates, with the READY/S

@@ -43,6 +43,7 @@ func (a *app) watchStats(cmd *cobra.Command, queue string, interval time.Duratio
 	var prev map[string]statsRow
 	var prevAt time.Time
 	warned := map[string]bool{} // registry entries skipped: told once
+	evicting := ""              // the eviction policy last warned of
 	skipped := func(name string, err error) {
 		if !warned[name] {
 			warned[name] = true
@@ -52,6 +53,10 @@ func (a *app) watchStats(cmd *cobra.Command, queue string, interval time.Duratio
 	for n := 0; ; n++ {
 		sctx, cancel := context.WithTimeout(ctx, a.flags.timeout)
 		rows, err := collectStats(sctx, in, queue, skipped)
+		if policy, perr := in.Eviction(sctx); err == nil && perr == nil && policy != evicting {
+			warnEviction(errOut, policy)
+			evicting = policy
+		}
 		cancel()
 		at := time.Now()
 		switch {

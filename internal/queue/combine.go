@@ -237,8 +237,11 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 		return 0, err
 	}
 	if err := c.layout.check(ctx, &c.bg); err != nil {
-		return 0, err
+		return 0, NotStored(err) // the offer was not sent
 	}
+	// After the call: its own round trip goes first, on the connection
+	// the check then reuses.
+	defer c.checkServer()
 	cb := &c.comb
 	cb.mu.Lock()
 	if ctx.Done() == nil && cb.sending == 0 && len(cb.queue) == 0 {
@@ -300,9 +303,31 @@ func (c *Core) sendOwn(ctx context.Context, item store.OfferItem) (int64, error)
 func (c *Core) offerCall(ctx context.Context, lane, nonce string, items []store.OfferItem) ([]int64, error) {
 	statuses, err := c.Store.Offer(ctx, lane, nonce, c.Cfg.MaxSize, items)
 	if err != nil && statuses == nil {
-		err = &OfferOutcomeUnknown{Err: err}
+		err = OfferError(err)
 	}
 	return statuses, err
+}
+
+// OfferError is the error of an offer call that was sent and failed
+// without a result: an error wrapping ErrOutOfMemory when Redis refused it
+// for want of memory (the script wrote nothing: not stored), else an
+// *OfferOutcomeUnknown (it may have run).
+func OfferError(err error) error {
+	if store.OutOfMemory(err) {
+		return NotStored(err)
+	}
+	return &OfferOutcomeUnknown{Err: err}
+}
+
+// NotStored is the error of an offer that failed with err before or in
+// its call: when Redis refused the call, or the queue's check before it,
+// for want of memory (store.OutOfMemory), an error that wraps
+// ErrOutOfMemory and says nothing was stored; else err.
+func NotStored(err error) error {
+	if !store.OutOfMemory(err) {
+		return err
+	}
+	return fmt.Errorf("%w, nothing was stored: %w", ErrOutOfMemory, err)
 }
 
 // send sends queued offers until none is left and none comes for
@@ -391,7 +416,7 @@ type OfferLane struct {
 	Name string
 }
 
-// Lane takes a lane for calls of the caller's own.
+// Lane takes a lane for calls of the caller's own (OfferBatch, Upsert).
 func (c *Core) Lane() *OfferLane {
 	lane, name, _ := c.lanes.get()
 	return &OfferLane{c: c, lane: lane, Name: name}
@@ -400,8 +425,12 @@ func (c *Core) Lane() *OfferLane {
 // Nonce returns a nonce for one more call on the lane.
 func (l *OfferLane) Nonce() string { return l.c.lanes.nextNonce() }
 
-// Release returns the lane.
-func (l *OfferLane) Release() { l.c.lanes.put(l.lane) }
+// Release returns the lane once its calls ended, and has the server
+// checked (checkServer), as an offer does.
+func (l *OfferLane) Release() {
+	l.c.lanes.put(l.lane)
+	l.c.checkServer()
+}
 
 // Upsert sends one offer under a duplicate mode (store.Upsert) in a call
 // of its own: such offers are not combined, so that two of the same ID
@@ -425,7 +454,7 @@ func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us in
 		return st, err // it ran on the master
 	}
 	if err != nil {
-		return 0, &OfferOutcomeUnknown{Err: err} // sent: it may have run
+		return 0, OfferError(err) // sent: it may have run, unless refused for memory
 	}
 	return st, c.full(st == lua.UpsertFull, nil)
 }

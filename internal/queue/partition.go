@@ -137,7 +137,7 @@ func (c *Core) Partitions() int {
 // report no gauges of their own (partition 0 reports the queue's, see
 // SetGauges).
 func (c *Core) Partition(i int) *Core {
-	p := &Core{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, closing: make(chan struct{})}
+	p := &Core{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
 	if c.err == nil {
 		p.Store = c.Store.Client().Queue(p.Keys)
 		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)

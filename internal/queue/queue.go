@@ -38,6 +38,7 @@ var (
 	ErrDecode          = errors.New("redelay: undecodable value")
 	ErrLeaseLost       = errors.New("redelay: lease lost")
 	ErrDuplicate       = errors.New("redelay: duplicate id")
+	ErrOutOfMemory     = errors.New("redelay: Redis out of memory")
 )
 
 // ErrorType is the error.type the telemetry gives an error of a queue
@@ -51,7 +52,7 @@ func ErrorType(err error) string {
 		{ErrLeaseLost, "lease_lost"}, {ErrDuplicate, "duplicate"}, {ErrQueueFull, "queue_full"},
 		{ErrNotReplicated, "not_replicated"}, {ErrClosed, "closed"}, {ErrPayloadTooLarge, "payload_too_large"},
 		{ErrInvalidArgument, "invalid_argument"}, {ErrInvalidQueue, "invalid_queue"},
-		{ErrCorrupt, "corrupt"}, {ErrDecode, "decode"}, {ErrNotFound, "not_found"},
+		{ErrCorrupt, "corrupt"}, {ErrDecode, "decode"}, {ErrNotFound, "not_found"}, {ErrOutOfMemory, "out_of_memory"},
 	} {
 		if errors.Is(err, e.err) {
 			return e.name
@@ -145,6 +146,7 @@ type Core struct {
 	Keys  keys.Queue
 	Cfg   Config
 	Tel   *telemetry.Queue // spans and metrics of this queue
+	srv   *transfer.Server // what is known of the client's server
 	err   error
 	child bool // a queue of another's keys (the dead letters)
 
@@ -225,6 +227,7 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core
 		c.Cfg.Telemetry.ServerAddress, c.Cfg.Telemetry.ServerPort = telemetry.ServerOf(rdb)
 		c.Cfg.Telemetry.ErrorType = ErrorType
 		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
+		c.srv = transfer.ServerOf(rdb)
 		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
 	}
 	return c
@@ -255,7 +258,7 @@ func Invalid(why error) *Core {
 // Child returns the core of a queue sharing c's hash tag and settings: the
 // dead letters, which expire nothing (see Deadlines).
 func (c *Core) Child(sub string) *Core {
-	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, closing: make(chan struct{})}
+	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
 	if c.err == nil {
 		cc.Store = c.Store.Client().Queue(cc.Keys)
 		cc.Store.SetDeadLetters()
@@ -512,6 +515,10 @@ func (c *Core) StartBackground(ctx context.Context) error {
 		default:
 			c.stopGauge = c.Tel.RegisterGauges(c.reading)
 		}
+		if c.Keys.Part == 0 {
+			stopDepth, stopEviction := c.stopGauge, c.Tel.RegisterEviction(c.srv.Known)
+			c.stopGauge = func() { stopDepth(); stopEviction() }
+		}
 	}
 	record := c.Cfg.MaxAttemptsSet && !c.maxWritten
 	c.mu.Unlock()
@@ -549,6 +556,32 @@ func (c *Core) recordMaxAttempts(ctx context.Context) {
 		c.Cfg.Logger.Warn("redelay: max attempts changed for every process of this queue",
 			"queue", c.Name(), "was", prev, "now", c.Cfg.MaxAttempts)
 	}
+}
+
+// checkServer has the eviction policy of the client's server read, and
+// warned of, in the background when a check is due (transfer.Server), so
+// that a process that only offers warns too. Offers call it: nothing but
+// an atomic load and a clock read when no check is due.
+func (c *Core) checkServer() {
+	if !c.srv.Claim() {
+		return
+	}
+	c.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), transfer.CheckTimeout)
+		defer cancel()
+		c.srv.Check(ctx, c.Store.Client(), c.Cfg.Logger)
+	})
+}
+
+// Eviction returns the maxmemory-policy of the client's server, "" while
+// unknown: read once per client (and again when the reading is older than
+// transfer.PolicyMaxAge) by the first caller that needs it, this one if
+// none did yet.
+func (c *Core) Eviction(ctx context.Context) string {
+	if c.Store == nil {
+		return ""
+	}
+	return c.srv.Eviction(ctx, c.Store.Client())
 }
 
 // Register adds a transfer registration owned by the caller (delayed.Queue

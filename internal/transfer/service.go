@@ -68,21 +68,27 @@ func (t *Target) validate() error {
 	return nil
 }
 
-// registry holds the one Service per client. It is the only package-level
-// mutable state in redelay, and exists because the contract is "one
-// transfer service per Redis client in the process", shared by queues that
-// do not know of each other. Its lock guards the map only: no network call
-// is made while it is held.
+// registry holds the one Service per client, and the one Server record
+// per client. It is the only package-level mutable state in redelay, and
+// exists because the contract is "one transfer service per Redis client in
+// the process", shared by queues that do not know of each other; what is
+// known of a client's server (its eviction policy, read and warned of once
+// per client) is kept beside it. Its lock guards the maps only: no network
+// call is made while it is held. A service is dropped when its last queue
+// closes; a Server record is held by a weak pointer to its client and
+// dropped when the client is garbage collected (see ServerOf).
 var registry = struct { //nolint:gochecknoglobals // see comment above
 	mu       sync.Mutex
 	services map[redis.UniversalClient]*Service
-}{services: map[redis.UniversalClient]*Service{}}
+	servers  map[any]*Server // by weak.Pointer to the client
+}{services: map[redis.UniversalClient]*Service{}, servers: map[any]*Server{}}
 
 // Service runs the transfer workers of one Redis client, and the one
 // pub/sub connection that wakes them.
 type Service struct {
 	c      *store.Client
-	shared bool // in registry
+	srv    *Server // what is known of the client's server
+	shared bool    // in registry
 
 	mu      sync.Mutex
 	workers map[string]*worker // by wake channel; guarded by mu
@@ -104,6 +110,7 @@ func Register(t Target) (*Registration, error) {
 		return nil, err
 	}
 	rdb := t.Queue.Client().Redis()
+	srv := ServerOf(rdb) // before the registry's lock, which it takes
 	// Clients of a comparable type (every go-redis client is a pointer) share
 	// a service; anything else gets a service of its own.
 	shareable := reflect.TypeOf(rdb).Comparable()
@@ -116,7 +123,7 @@ func Register(t Target) (*Registration, error) {
 		s = registry.services[rdb]
 	}
 	if s == nil {
-		s = newService(t.Queue.Client(), shareable)
+		s = newService(t.Queue.Client(), srv, shareable)
 		if shareable {
 			registry.services[rdb] = s
 		}
@@ -124,9 +131,9 @@ func Register(t Target) (*Registration, error) {
 	return s.add(t), nil
 }
 
-func newService(c *store.Client, shared bool) *Service {
+func newService(c *store.Client, srv *Server, shared bool) *Service {
 	s := &Service{
-		c: c, shared: shared, workers: map[string]*worker{},
+		c: c, srv: srv, shared: shared, workers: map[string]*worker{},
 		changed: make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -142,6 +149,7 @@ func (s *Service) add(t Target) *Registration {
 	w := s.workers[t.Queue.K.Wake]
 	if w == nil {
 		w = newWorker(t)
+		w.srv = s.srv
 		s.workers[t.Queue.K.Wake] = w
 		go w.run()
 		s.signal()

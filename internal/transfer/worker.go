@@ -15,7 +15,8 @@ import (
 // worker transfers one queue.
 type worker struct {
 	t    Target
-	refs int // guarded by Service.mu
+	refs int     // guarded by Service.mu
+	srv  *Server // its client's server; nil for RunOnce
 
 	wakeCh chan struct{} // capacity 1: wake-ups coalesce
 	pause  *Pause
@@ -108,6 +109,7 @@ func (w *worker) run() {
 				failures = 0
 			}
 			w.announce(ctx)
+			w.checkServer(ctx)
 		}
 		if wait := time.Until(next); wait > preciseWindow {
 			timer.Reset(wait - preciseWindow)
@@ -228,6 +230,21 @@ func (w *worker) announce(ctx context.Context) {
 		w.announced = w.codec == codec
 		w.annMu.Unlock()
 	}
+}
+
+// checkServer reads the eviction policy of the queue's server, and warns
+// of it, when a check is due (see Server): the first worker of the client
+// to get there does it, in its own goroutine, after a successful run.
+func (w *worker) checkServer(ctx context.Context) {
+	if !w.srv.Claim() {
+		return
+	}
+	_, _ = call(ctx, w, func(ctx context.Context) (struct{}, error) {
+		ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+		defer cancel()
+		w.srv.Check(ctx, w.t.Queue.Client(), w.t.Logger)
+		return struct{}{}, nil
+	})
 }
 
 // backoff is capped exponential with full jitter.

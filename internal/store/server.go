@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NoEviction is the maxmemory-policy under which Redis never deletes keys
+// to make room: a write past maxmemory is refused instead (OutOfMemory).
+const NoEviction = "noeviction"
+
+// Evicts reports whether Redis may delete keys under policy to make room:
+// any policy but noeviction. An unknown policy ("") does not count.
+func Evicts(policy string) bool { return policy != "" && policy != NoEviction }
+
+// EvictionPolicy reads the maxmemory-policy of the deployment with INFO
+// memory, which works where CONFIG is disabled: of the server of a
+// *redis.Client (the master of a failover client), of every master of a
+// *redis.ClusterClient. Masters that differ report the first policy in
+// name order that evicts, since a queue's keys may sit on any master. ""
+// when INFO has no such field. When the server refuses INFO (see
+// InfoRefused), asking again will not help.
+func (c *Client) EvictionPolicy(ctx context.Context) (string, error) {
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		return policyOf(ctx, c.rdb)
+	}
+	var (
+		mu       sync.Mutex
+		policies []string
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		p, err := policyOf(ctx, m)
+		mu.Lock()
+		policies = append(policies, p)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	slices.Sort(policies)
+	for _, p := range policies {
+		if Evicts(p) {
+			return p, nil
+		}
+	}
+	if len(policies) == 0 {
+		return "", nil
+	}
+	return policies[len(policies)-1], nil
+}
+
+// policyOf reads one server's maxmemory_policy from INFO memory.
+func policyOf(ctx context.Context, rdb redis.Cmdable) (string, error) {
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// InfoRefused reports whether err is a server's refusal of INFO: an ACL
+// that does not allow it (NOPERM: INFO is in @dangerous), or a command
+// renamed or disabled, as some managed services do.
+func InfoRefused(err error) bool {
+	// HasErrorPrefix drops a leading "ERR ".
+	return redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "unknown command")
+}
+
+// OutOfMemory reports whether err is Redis's refusal of a write past its
+// maxmemory under noeviction: "OOM command not allowed when used memory >
+// 'maxmemory'". A script so refused wrote nothing: Redis refuses only the
+// first write of a script (once a script has written, its later writes
+// are allowed, so that it is never cut halfway).
+func OutOfMemory(err error) bool { return redis.HasErrorPrefix(err, "OOM") }
