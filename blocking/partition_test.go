@@ -118,6 +118,29 @@ func TestPartitionsRefusedOnQueueUsedWithout(t *testing.T) {
 	})
 }
 
+// TestPartitionsRecordedAfterAnnounce: a new partitioned queue whose
+// transfer announced it (writing its codec to the meta hash) before the
+// process's first call records its own number of partitions: the meta hash
+// alone is no sign of a queue used without partitions (before: delayed.New
+// raced the first offer, and the offer failed, "has 1 partitions").
+func TestPartitionsRecordedAfterAnnounce(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		if err := rdb.HSet(ctx, partKeys(name, 0).Meta, keys.MetaCodec, "msgpack").Err(); err != nil {
+			t.Fatal(err)
+		}
+		q := blocking.New[int](rdb, name, blocking.WithPartitions(4))
+		t.Cleanup(func() { _ = q.Close() })
+		if _, err := q.Offer(ctx, 1); err != nil {
+			t.Fatalf("first Offer after the announce: %v", err)
+		}
+		if got, err := rdb.HGet(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Result(); err != nil || got != "4" {
+			t.Fatalf("recorded partitions = %q, %v; want 4", got, err)
+		}
+	})
+}
+
 // TestPartitionOneIsTodaysLayout: a queue of one partition records its
 // count, 1, and writes no key of another partition.
 func TestPartitionOneIsTodaysLayout(t *testing.T) {

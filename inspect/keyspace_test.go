@@ -37,6 +37,11 @@ func TestNoKeyspaceScan(t *testing.T) {
 				log := &redistest.CommandLog{}
 				client := redistest.NewClientLike(t, rdb)
 				client.AddHook(log)
+				if cc, ok := client.(*redis.ClusterClient); ok {
+					// What it sends to every master (INFO) goes through
+					// its node clients.
+					cc.OnNewNode(func(n *redis.Client) { n.AddHook(log) })
+				}
 				in := inspect.New(client)
 				missing := redistest.QueueName(t)
 				type call struct {
@@ -44,6 +49,9 @@ func TestNoKeyspaceScan(t *testing.T) {
 					do     func() error
 				}
 				calls := []call{
+					// First: the client's first reading of the server's
+					// policy (INFO); the calls after it share the reading.
+					{"Eviction", func() error { _, err := in.Eviction(ctx); return err }},
 					{"Queues", func() error { _, err := in.Queues(ctx); return err }},
 					{"Stats", func() error { _, err := in.Stats(ctx, f.name); return err }},
 					{"Schedules", func() error { _, err := in.Schedules(ctx, f.name); return err }},

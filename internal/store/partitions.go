@@ -15,7 +15,7 @@ import (
 // hash unless one is recorded already, and returns the recorded number
 // (partitions.lua). A queue of one partition records 1, so that a process
 // opening it with more is refused whichever process comes first; a queue
-// that holds keys but no record (used before the record existed) is
+// that holds items but no record (used before the record existed) is
 // recorded as 1.
 func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
 	got, err := q.c.eval(ctx, lua.Partitions, q.partitionsKeys(), n).Text()
