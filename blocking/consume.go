@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
 )
 
@@ -29,7 +27,7 @@ type consumeOptions struct {
 	backoff         func(attempt int) time.Duration
 	shutdownTimeout time.Duration
 	handlerTimeout  time.Duration
-	limits          store.Limits // WithRateLimit, WithGlobalConcurrency
+	limits          queue.Limits // WithRateLimit, WithGlobalConcurrency
 	err             error
 }
 
@@ -148,14 +146,7 @@ func WithGlobalConcurrency(n int) ConsumeOption {
 
 // DefaultBackoff is 1 s × 2^(attempt−1), capped at 10 minutes, with ±20 %
 // jitter so that items failing together do not retry together.
-func DefaultBackoff(attempt int) time.Duration {
-	const base, ceiling = time.Second, 10 * time.Minute
-	d := ceiling
-	if attempt >= 1 && attempt <= 20 {
-		d = min(base<<(attempt-1), ceiling)
-	}
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-}
+func DefaultBackoff(attempt int) time.Duration { return queue.DefaultBackoff(attempt) }
 
 // maxAckBatch bounds how many acks share one round trip.
 const maxAckBatch = 256
@@ -204,18 +195,18 @@ func (q *Queue[T]) Consume(ctx context.Context, handler Handler[T], opts ...Cons
 	if handler == nil {
 		o.fail(errors.New("nil handler"))
 	}
-	if q.parts != nil && (o.limits.Interval > 0 || o.limits.Concurrency > 0) {
+	if q.q.Partitions() > 1 && (o.limits.Interval > 0 || o.limits.Concurrency > 0) {
 		// One script cannot see the partitions' keys (other slots), so
 		// the limits could not be kept across them.
-		o.fail(fmt.Errorf("WithRateLimit and WithGlobalConcurrency cannot be used on a queue of %d partitions (WithPartitions)", len(q.parts)))
+		o.fail(fmt.Errorf("WithRateLimit and WithGlobalConcurrency cannot be used on a queue of %d partitions (WithPartitions)", q.q.Partitions()))
 	}
 	if o.err != nil {
 		return fmt.Errorf("consume %s: %w: %w", q.Name(), ErrInvalidArgument, o.err)
 	}
-	if err := q.core.Err(); err != nil {
+	if err := q.q.Err(); err != nil {
 		return err
 	}
-	if err := q.start(ctx); err != nil {
+	if err := q.q.Start(ctx); err != nil {
 		return err
 	}
 	c := &consumer[T]{
@@ -283,7 +274,7 @@ func (c *consumer[T]) run(ctx context.Context) error {
 						return
 					default:
 					}
-					if paused, _ := c.q.core.Paused(c.handlerBg); paused {
+					if paused, _ := c.q.q.Paused(c.handlerBg); paused {
 						// Leased ahead, then the queue was paused: it goes
 						// back first in line, no attempt counted, and the
 						// next receive waits for Resume.
@@ -346,7 +337,7 @@ drain:
 	close(c.stopAcks)
 	background.Wait()
 	if abandoned > 0 {
-		c.q.core.Cfg.Logger.Error("redelay: handlers still running after their context was cancelled; Consume returns without them (their items were given back)",
+		c.q.q.Config().Logger.Error("redelay: handlers still running after their context was cancelled; Consume returns without them (their items were given back)",
 			"queue", c.q.Name(), "handlers", abandoned)
 	}
 	if fatal != nil {
@@ -374,7 +365,7 @@ func (c *consumer[T]) awaitHandlers(finished <-chan struct{}) int {
 	}
 	ds := c.stopRunning()
 	if len(ds) > 0 {
-		c.q.core.Cfg.Logger.Warn("redelay: shutdown timeout: handlers cancelled, their items given back",
+		c.q.q.Config().Logger.Warn("redelay: shutdown timeout: handlers cancelled, their items given back",
 			"queue", c.q.Name(), "items", len(ds), "timeout", c.opts.shutdownTimeout)
 	}
 	t := time.NewTimer(handlerGrace)
@@ -397,12 +388,9 @@ func (c *consumer[T]) stopRunning() []*Delivery[T] {
 	for d, cancel := range c.held {
 		// Given back first, cancelled second: a handler that returns at
 		// once finds its delivery given back, and settles nothing.
-		d.mu.Lock()
-		if d.state == leased {
-			d.state = released
+		if d.l.MarkReleased() {
 			ds = append(ds, d)
 		}
-		d.mu.Unlock()
 		if cancel != nil {
 			cancel()
 		}
@@ -442,7 +430,7 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, gather, slots chan struct
 			}
 		}
 		<-gather
-		ds, err := c.q.receive(ctx, free, c.backoff, c.opts.limits)
+		ds, err := c.q.receive(ctx, queue.ReceiveRequest{Max: free, Backoff: c.backoff, Limits: c.opts.limits})
 		for range free - len(ds) {
 			<-slots
 		}
@@ -454,9 +442,9 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, gather, slots chan struct
 				return err
 			}
 			failures++
-			wait := backoffOnError(failures)
-			c.q.core.Cfg.Logger.Warn("redelay: receive failed; retrying", "queue", c.q.Name(), "err", err, "retry_in", wait)
-			sleep(ctx, wait)
+			wait := queue.BackoffOnError(failures)
+			c.q.q.Config().Logger.Warn("redelay: receive failed; retrying", "queue", c.q.Name(), "err", err, "retry_in", wait)
+			queue.Sleep(ctx, wait)
 			continue
 		}
 		failures = 0
@@ -475,7 +463,9 @@ func (c *consumer[T]) receiveLoop(ctx context.Context, gather, slots chan struct
 	return nil
 }
 
-func (c *consumer[T]) backoff(attempt int) time.Duration { return safeDelay(c.opts.backoff, attempt) }
+func (c *consumer[T]) backoff(attempt int) time.Duration {
+	return queue.SafeDelay(c.opts.backoff, attempt)
+}
 
 // track records a delivery leased ahead: its lease is extended.
 func (c *consumer[T]) track(d *Delivery[T]) {
@@ -502,11 +492,7 @@ func (c *consumer[T]) releaseUnused() {
 	c.unused = nil
 	c.mu.Unlock()
 	for _, d := range ds {
-		d.mu.Lock()
-		if d.state == leased {
-			d.state = released
-		}
-		d.mu.Unlock()
+		d.l.MarkReleased()
 	}
 	c.release(ds)
 }
@@ -514,7 +500,7 @@ func (c *consumer[T]) releaseUnused() {
 // awaitStart waits for d's start under the rate limit; false when Consume
 // shuts down first.
 func (c *consumer[T]) awaitStart(d *Delivery[T]) bool {
-	wait := time.Until(d.start)
+	wait := time.Until(d.l.Start())
 	if wait <= 0 {
 		return true
 	}
@@ -531,17 +517,7 @@ func (c *consumer[T]) awaitStart(d *Delivery[T]) bool {
 // freed wakes consumers waiting for n leases to end under the global
 // concurrency limit.
 func (c *consumer[T]) freed(n int) {
-	limit := c.opts.limits.Concurrency
-	if limit == 0 || n == 0 {
-		return
-	}
-	_, err := queue.Call(c.handlerBg, c.q.core, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, c.q.core.Store.FreeSlots(ctx, n, limit)
-	}, nil)
-	if err != nil {
-		c.q.core.Cfg.Logger.Warn("redelay: could not wake consumers waiting for the global concurrency limit; they try again within a second",
-			"queue", c.q.Name(), "err", err)
-	}
+	c.q.q.Freed(c.handlerBg, n, c.opts.limits.Concurrency)
 }
 
 // release runs release.lua for ds. If that fails they come back anyway
@@ -551,15 +527,7 @@ func (c *consumer[T]) release(ds []*Delivery[T]) {
 		return
 	}
 	defer c.freed(len(ds))
-	for p, tokens := range tokensByPart(ds) { // one partition unless WithPartitions
-		_, err := queue.Call(c.handlerBg, p.core, func(ctx context.Context) (int64, error) {
-			return p.core.Store.Release(ctx, tokens)
-		}, nil)
-		if err != nil {
-			c.q.core.Cfg.Logger.Warn("redelay: could not give items back; they return after the visibility timeout",
-				"queue", c.q.Name(), "items", len(tokens), "err", err)
-		}
-	}
+	c.q.q.Release(c.handlerBg, leases(ds))
 }
 
 type ackRequest[T any] struct {
@@ -584,15 +552,15 @@ func (c *consumer[T]) handle(d *Delivery[T]) {
 	}()
 
 	defer c.freed(1) // its lease ended (settled), or will (lost)
-	pctx, op := c.q.core.Tel.StartProcess(hctx, d.ID, d.Attempt, d.Headers)
+	pctx, op := c.q.q.Telemetry().StartProcess(hctx, d.ID, d.Attempt, d.Headers)
 	err := c.call(pctx, d)
-	c.q.core.Tel.Processed(pctx, op, cause(err))
-	if d.isSettled() {
+	c.q.q.Telemetry().Processed(pctx, op, cause(err))
+	if d.l.Settled() {
 		return // settled by the handler, or given back at shutdown
 	}
 	// The settlement's span is a child of the process span; its calls
 	// outlive the handler's context.
-	ctx := c.q.core.Tel.Within(c.handlerBg, op)
+	ctx := c.q.q.Telemetry().Within(c.handlerBg, op)
 	var settleErr error
 	var skip *skipRetry
 	var after *retryAfter
@@ -600,16 +568,16 @@ func (c *consumer[T]) handle(d *Delivery[T]) {
 	case err == nil:
 		settleErr = c.ack(ctx, d)
 	case errors.As(err, &skip):
-		settleErr = d.nack(ctx, 0, skip.err.Error(), true)
+		settleErr = d.l.Nack(ctx, 0, skip.err.Error(), true)
 	case errors.As(err, &after):
-		settleErr = d.nack(ctx, safeDelay(func(int) time.Duration { return after.d }, d.Attempt), after.err.Error(), false)
+		settleErr = d.l.Nack(ctx, queue.SafeDelay(func(int) time.Duration { return after.d }, d.Attempt), after.err.Error(), false)
 	default:
-		settleErr = d.nack(ctx, c.backoff(d.Attempt), err.Error(), false)
+		settleErr = d.l.Nack(ctx, c.backoff(d.Attempt), err.Error(), false)
 	}
 	if settleErr == nil {
 		return
 	}
-	log := c.q.core.Cfg.Logger.With("queue", c.q.Name(), "id", d.ID, "attempt", d.Attempt)
+	log := c.q.q.Config().Logger.With("queue", c.q.Name(), "id", d.ID, "attempt", d.Attempt)
 	if errors.Is(settleErr, ErrNotReplicated) {
 		log.Warn("redelay: delivery settled on the master, not confirmed by replicas in time; after a failover it may be delivered again", "err", settleErr)
 		return
@@ -639,14 +607,14 @@ func cause(err error) error {
 // ack queues d's ack for the batcher and waits for its result. Its span
 // (under ctx's) lasts from the queueing to the result.
 func (c *consumer[T]) ack(ctx context.Context, d *Delivery[T]) (err error) {
-	ctx, op := d.q.core.Tel.StartSettle(ctx, telemetry.Ack, d.ID, d.Headers)
-	defer func() { d.q.core.Tel.Settled(ctx, op, false, err) }()
+	ctx, op := c.q.q.Telemetry().StartSettle(ctx, telemetry.Ack, d.ID, d.Headers)
+	defer func() { c.q.q.Telemetry().Settled(ctx, op, false, err) }()
 	done := make(chan error, 1)
 	select {
 	case c.acks <- ackRequest[T]{d, done}:
 		return <-done
 	case <-c.stopAcks: // a handler that outlived shutdown
-		return d.q.ackAll(ctx, []*Delivery[T]{d})[0]
+		return queue.AckAll(ctx, []*queue.Lease{d.l})[0]
 	}
 }
 
@@ -675,7 +643,7 @@ func (c *consumer[T]) settleAcks() {
 		for _, r := range batch {
 			ds = append(ds, r.d)
 		}
-		for i, err := range c.q.ackAny(c.handlerBg, ds) {
+		for i, err := range queue.AckAll(c.handlerBg, leases(ds)) {
 			batch[i].done <- err
 		}
 	}
@@ -686,7 +654,7 @@ func (c *consumer[T]) call(ctx context.Context, d *Delivery[T]) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panic: %v", r)
-			c.q.core.Cfg.Logger.Error("redelay: handler panicked", "queue", c.q.Name(), "id", d.ID,
+			c.q.q.Config().Logger.Error("redelay: handler panicked", "queue", c.q.Name(), "id", d.ID,
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
 	}()
@@ -696,7 +664,7 @@ func (c *consumer[T]) call(ctx context.Context, d *Delivery[T]) (err error) {
 // extendLeases keeps the leases this Consume holds alive: every third of
 // the visibility timeout, one round trip for all of them.
 func (c *consumer[T]) extendLeases(stop <-chan struct{}) {
-	vis := c.q.core.Cfg.Visibility
+	vis := c.q.q.Config().Visibility
 	tick := time.NewTicker(max(vis/3, 5*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -708,33 +676,17 @@ func (c *consumer[T]) extendLeases(stop <-chan struct{}) {
 		c.mu.Lock()
 		ds := make([]*Delivery[T], 0, len(c.held))
 		for d := range c.held {
-			if !d.isSettled() {
+			if !d.l.Settled() {
 				ds = append(ds, d)
 			}
 		}
 		c.mu.Unlock()
 		for len(ds) > 0 {
 			n := min(len(ds), maxReceive)
-			if err := c.q.extendAny(c.handlerBg, vis, ds[:n]); err != nil {
-				c.q.core.Cfg.Logger.Warn("redelay: lease extension failed", "queue", c.q.Name(), "leases", n, "err", err)
+			if err := queue.ExtendAll(c.handlerBg, vis, leases(ds[:n])); err != nil {
+				c.q.q.Config().Logger.Warn("redelay: lease extension failed", "queue", c.q.Name(), "leases", n, "err", err)
 			}
 			ds = ds[n:]
 		}
-	}
-}
-
-// backoffOnError is the wait after the n-th receive failure in a row:
-// growing to 5 s, with full jitter so that consumers do not retry in step.
-func backoffOnError(failures int) time.Duration {
-	d := min(time.Duration(min(failures, 50))*100*time.Millisecond*time.Duration(min(failures, 50)), 5*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }

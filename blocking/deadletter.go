@@ -2,13 +2,7 @@ package blocking
 
 import (
 	"context"
-	"fmt"
-
-	"github.com/redelay/redelay/internal/queue"
 )
-
-// redriveBatch bounds one redrive script call.
-const redriveBatch = 500
 
 // DeadLetters returns the queue of items that failed for good: out of
 // attempts, dead-lettered by a handler (SkipRetry), past their deadline
@@ -22,14 +16,8 @@ const redriveBatch = 500
 func (q *Queue[T]) DeadLetters() *Queue[T] {
 	q.deadMu.Lock()
 	defer q.deadMu.Unlock()
-	if q.dead == nil && q.parts != nil {
-		q.dead = q.deadParts()
-	}
 	if q.dead == nil {
-		q.dead = &Queue[T]{core: q.core.Child("dead")}
-		if q.core.Err() != nil { // already closed: so is a queue opened from it
-			_ = q.dead.core.Close()
-		}
+		q.dead = &Queue[T]{q: q.q.DeadLetters()}
 	}
 	return q.dead
 }
@@ -39,29 +27,4 @@ func (q *Queue[T]) DeadLetters() *Queue[T] {
 // (oldest first, after any of priority it gave back), ready at once, with
 // their attempts reset and no deadline (WithTTL: a redriven item starts
 // anew), and returns how many moved. Each batch of a few hundred moves atomically.
-func (q *Queue[T]) Redrive(ctx context.Context, max int) (int, error) {
-	if err := q.core.Err(); err != nil {
-		return 0, err
-	}
-	total := 0
-	if q.parts != nil {
-		return q.redriveParts(ctx, max)
-	}
-	for max <= 0 || total < max {
-		batch := redriveBatch
-		if max > 0 {
-			batch = min(batch, max-total)
-		}
-		n, err := queue.Call(ctx, q.core, func(ctx context.Context) (int64, error) {
-			return q.core.Store.Redrive(ctx, batch)
-		}, nil)
-		total += int(n)
-		if err != nil {
-			return total, fmt.Errorf("redrive %s: %w", q.Name(), err)
-		}
-		if int(n) < batch {
-			break
-		}
-	}
-	return total, nil
-}
+func (q *Queue[T]) Redrive(ctx context.Context, max int) (int, error) { return q.q.Redrive(ctx, max) }

@@ -789,7 +789,9 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Standalone(t)
 	name := redistest.QueueName(t)
-	q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(300*time.Millisecond))
+	// A visibility timeout that a loaded machine's lease extensions keep
+	// up with: the hanging handler's lease must not expire meanwhile.
+	q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(time.Second))
 	defer q.Close()
 	for _, v := range []string{"first", "second", "third"} {
 		if _, err := q.Offer(context.Background(), v); err != nil {

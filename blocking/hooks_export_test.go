@@ -1,5 +1,7 @@
 package blocking
 
+import "github.com/redelay/redelay/internal/queue"
+
 // WithMaxEnvelopeVersion makes the queue read envelopes as a release that
 // knows versions up to v would: tests of rolling upgrades use it to stand
 // for a consumer older than its producers.
@@ -8,4 +10,4 @@ func WithMaxEnvelopeVersion(v int) Option {
 }
 
 // BackoffOnError is backoffOnError, for tests.
-var BackoffOnError = backoffOnError
+var BackoffOnError = queue.BackoffOnError

@@ -3,13 +3,9 @@ package blocking
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
-	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // ErrNotFound: no item with the given ID is where the call looks for it
@@ -39,21 +35,17 @@ const MaxPage = 1000
 // ScanLimit bounds the searches by ID that read a list from its start
 // (RedriveID here; the inspect package's Get, Delete and Requeue of ready,
 // in-flight and dead items): items further back are not found.
-const ScanLimit = 100_000
+const ScanLimit = queue.ScanLimit
 
 // newItem decodes an envelope into an Item.
-func (q *Queue[T]) newItem(raw []byte) (Item[T], error) {
-	v, e, err := q.decode(raw)
-	if err != nil {
-		return Item[T]{}, err
-	}
+// item makes the typed item of a stored one.
+func item[T any](it queue.Item, v T) Item[T] {
 	return Item[T]{
-		ID: e.ID, Value: v, Attempt: e.Attempt, EnqueuedAt: e.EnqueuedAt, DueAt: e.DueAt, Priority: e.Priority(),
-		Headers: maps.Clone(e.Headers),
-	}, nil
+		ID: it.ID, Value: v, Attempt: it.Attempt, EnqueuedAt: it.EnqueuedAt, DueAt: it.DueAt,
+		Priority: it.Priority, Headers: it.Headers,
+	}
 }
 
-// checkPage validates a page size.
 func checkPage(what string, n int) error {
 	if n < 1 || n > MaxPage {
 		return fmt.Errorf("%s %d out of range 1..%d: %w", what, n, MaxPage, ErrInvalidArgument)
@@ -69,39 +61,17 @@ func checkPage(what string, n int) error {
 // first by priority, then due time: each partition hands its own out in
 // that order, but which partition a consumer probes first varies.
 func (q *Queue[T]) Peek(ctx context.Context, n int) ([]Item[T], error) {
-	if err := q.core.Err(); err != nil {
+	if err := q.q.Err(); err != nil {
 		return nil, err
 	}
 	if err := checkPage("peek: count", n); err != nil {
 		return nil, fmt.Errorf("peek %s: %w", q.Name(), err)
 	}
-	if q.parts != nil {
-		return q.peekParts(ctx, n)
-	}
-	entries, err := queue.Call(ctx, q.core, func(ctx context.Context) ([]store.Entry, error) {
-		return q.core.Store.ListReady(ctx, 0, n)
-	}, nil)
+	entries, err := q.q.List(ctx, queue.Ready, 0, n)
 	if err != nil {
 		return nil, fmt.Errorf("peek %s: %w", q.Name(), err)
 	}
-	return q.items(entries), nil
-}
-
-// items decodes entries; those that cannot be decoded are logged and left
-// out.
-func (q *Queue[T]) items(entries []store.Entry) []Item[T] {
-	out := make([]Item[T], 0, len(entries))
-	for _, e := range entries {
-		it, err := q.newItem(e.Data)
-		if err != nil {
-			id, _ := envelope.PeekID(e.Data)
-			q.core.Cfg.Logger.Warn("redelay: an item that cannot be decoded was left out of a listing",
-				"queue", q.Name(), "id", id, "err", err)
-			continue
-		}
-		out = append(out, it)
-	}
-	return out
+	return queue.Items(q.q, entries, false, item[T]), nil
 }
 
 // ReceiveBatch is Receive for up to max items at once: it waits until at
@@ -112,7 +82,7 @@ func (q *Queue[T]) ReceiveBatch(ctx context.Context, max int) ([]*Delivery[T], e
 	if max < 1 || max > maxReceive {
 		return nil, fmt.Errorf("receive %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
 	}
-	return q.pull(ctx, max, true)
+	return q.receive(ctx, queue.ReceiveRequest{Max: max, Span: true, Batch: true})
 }
 
 // TakeBatch is Take for up to max items at once: it waits until at least
@@ -123,59 +93,19 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, max int) ([]T, error) {
 	if max < 1 || max > maxReceive {
 		return nil, fmt.Errorf("take %s: batch of %d out of range 1..%d: %w", q.Name(), max, maxReceive, ErrInvalidArgument)
 	}
-	if q.parts != nil {
-		return q.takeBatchParts(ctx, max)
-	}
-	if err := q.core.StartBackground(ctx); err != nil {
+	var out []T
+	_, err := q.q.Take(ctx, queue.TakeRequest{Max: max, Batch: true}, func(_ string, payload []byte) error {
+		var v T
+		if err := queue.Unmarshal(q.q.Config().Codec, payload, &v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	for {
-		if err := q.awaitRunning(ctx, time.Time{}); err != nil {
-			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
-		}
-		raws, err := q.popN(ctx, max)
-		if err == nil && len(raws) == 0 {
-			var raw []byte
-			raw, err = q.wait(ctx, time.Time{})
-			if err == nil && raw != nil {
-				raws = [][]byte{raw}
-				if max > 1 {
-					more, perr := q.popN(ctx, max-1)
-					if perr == nil {
-						raws = append(raws, more...)
-					}
-				}
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("take %s: %w", q.Name(), err)
-		}
-		var out []T
-		var msgs []telemetry.Msg
-		for _, raw := range raws {
-			if v, msg, ok := q.taken(ctx, raw); ok {
-				out = append(out, v)
-				msgs = append(msgs, msg)
-			}
-		}
-		if len(out) > 0 {
-			q.core.Tel.ReceivedBatch(ctx, start, msgs)
-			return out, nil
-		}
-	}
-}
-
-// popN takes up to n ready items without blocking; items popped after the
-// caller left go back first in line.
-func (q *Queue[T]) popN(ctx context.Context, n int) ([][]byte, error) {
-	return queue.Wait(ctx, q.core, func(ctx context.Context) ([][]byte, error) {
-		return q.core.Store.PopN(ctx, n)
-	}, func(raws [][]byte, err error) {
-		for i := len(raws) - 1; err == nil && i >= 0; i-- {
-			q.giveBack(raws[i])
-		}
-	})
+	return out, nil
 }
 
 // Purge drops every ready item and returns how many there were. Items that
@@ -183,19 +113,11 @@ func (q *Queue[T]) popN(ctx context.Context, n int) ([][]byte, error) {
 // DeadLetters queue, it empties the dead letters. Redis frees the memory
 // in the background (UNLINK), so a large purge does not block it.
 func (q *Queue[T]) Purge(ctx context.Context) (int64, error) {
-	if err := q.core.Err(); err != nil {
-		return 0, err
+	n, err := q.q.Purge(ctx, queue.Ready)
+	if err != nil && q.q.Err() == nil {
+		return n, fmt.Errorf("purge %s: %w", q.Name(), err)
 	}
-	if q.parts != nil {
-		return sumParts(ctx, q, "purge", (*Queue[T]).Purge)
-	}
-	n, err := queue.Call(ctx, q.core, func(ctx context.Context) (int64, error) {
-		return q.core.Store.Purge(ctx, store.PartReady)
-	}, nil)
-	if err != nil {
-		return 0, fmt.Errorf("purge %s: %w", q.Name(), err)
-	}
-	return n, nil
+	return n, err
 }
 
 // Stats are a queue's counts by state and its timings, read at one
@@ -227,31 +149,8 @@ type Stats struct {
 // Stats reads the queue's counts and timings in one round trip, on the
 // Redis server's clock. O(log N).
 func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
-	if err := q.core.Err(); err != nil {
-		return Stats{}, err
-	}
-	if q.parts != nil {
-		return q.statsParts(ctx)
-	}
-	st, err := q.core.Stats(ctx)
-	if err != nil {
-		return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
-	}
-	s := statsOf(st)
-	s.Eviction = q.core.Eviction(ctx)
-	return s, nil
-}
-
-// statsOf converts the store's reading.
-func statsOf(st store.Stats) Stats {
-	s := Stats{
-		Delayed: st.Delayed, Retry: st.Retry, Ready: st.Ready, Inflight: st.Inflight, Dead: st.Dead,
-		Paused: st.Paused, Latency: st.Latency(),
-	}
-	if st.NextDueUs >= 0 {
-		s.NextDue = time.UnixMicro(st.NextDueUs)
-	}
-	return s
+	st, err := q.q.Stats(ctx)
+	return Stats(st), err
 }
 
 // Pause stops every process from handing out this queue's items: Take,
@@ -267,13 +166,7 @@ func statsOf(st store.Stats) Stats {
 // (1 s by default) if the notification is lost. Pausing a paused queue is
 // harmless.
 func (q *Queue[T]) Pause(ctx context.Context) error {
-	if q.parts != nil {
-		if err := q.setPausedParts(ctx, true); err != nil {
-			return fmt.Errorf("pause %s: %w", q.Name(), err)
-		}
-		return nil
-	}
-	if err := q.core.SetPaused(ctx, true); err != nil {
+	if err := q.q.SetPaused(ctx, true); err != nil {
 		return fmt.Errorf("pause %s: %w", q.Name(), err)
 	}
 	return nil
@@ -283,13 +176,7 @@ func (q *Queue[T]) Pause(ctx context.Context) error {
 // (within the sweep interval if the notification is lost). Resuming a
 // queue that is not paused is harmless.
 func (q *Queue[T]) Resume(ctx context.Context) error {
-	if q.parts != nil {
-		if err := q.setPausedParts(ctx, false); err != nil {
-			return fmt.Errorf("resume %s: %w", q.Name(), err)
-		}
-		return nil
-	}
-	if err := q.core.SetPaused(ctx, false); err != nil {
+	if err := q.q.SetPaused(ctx, false); err != nil {
 		return fmt.Errorf("resume %s: %w", q.Name(), err)
 	}
 	return nil
@@ -301,44 +188,16 @@ func (q *Queue[T]) Resume(ctx context.Context) error {
 // ScanLimit (the search reads the dead letters in the order the
 // dead-letter queue hands them out, in chunks).
 func (q *Queue[T]) RedriveID(ctx context.Context, id string) error {
-	if err := q.core.Err(); err != nil {
+	if err := q.q.Err(); err != nil {
 		return err
 	}
-	if _, err := queue.OfferID(id, true, nil); err != nil {
+	if err := queue.CheckID(id); err != nil {
 		return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
 	}
-	if q.parts != nil {
-		return q.route(id).RedriveID(ctx, id)
-	}
-	type hit struct {
-		e     store.Entry
-		found bool
-	}
-	for range 3 { // the list moves while it is read: look again a few times
-		h, err := queue.Call(ctx, q.core, func(ctx context.Context) (hit, error) {
-			e, found, err := q.core.Store.Find(ctx, store.PartDead, id, ScanLimit)
-			return hit{e, found}, err
-		}, nil)
-		if err != nil {
-			return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
-		}
-		if !h.found {
-			break
-		}
-		moved, err := queue.Call(ctx, q.core, func(ctx context.Context) (bool, error) {
-			return q.core.Store.Requeue(ctx, h.e)
-		}, nil)
-		if err != nil {
-			return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
-		}
-		if moved {
-			return nil
-		}
-	}
-	return fmt.Errorf("redrive %s: no dead letter with id %q: %w", q.Name(), id, ErrNotFound)
+	return q.q.RedriveID(ctx, id)
 }
 
 // The store reads pages of at most store.MaxPage items: this fails to
 // compile if the two bounds ever differ, so a page the store would cut
 // short is refused here instead.
-var _ = [1]struct{}{}[MaxPage-store.MaxPage]
+var _ = [1]struct{}{}[MaxPage-queue.MaxPage]

@@ -11,9 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redelay/redelay/codec"
-	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // Option configures a queue at [New].
@@ -73,8 +71,8 @@ func WithMaxPayloadSize(n int) Option {
 // Default 500; at most 5000, so one call never holds Redis for long.
 func WithTransferBatchSize(n int) Option {
 	return func(o *options) {
-		if n < 1 || n > transfer.MaxBatchSize {
-			o.fail(fmt.Errorf("WithTransferBatchSize(%d): must be 1..%d", n, transfer.MaxBatchSize))
+		if n < 1 || n > queue.MaxBatchSize {
+			o.fail(fmt.Errorf("WithTransferBatchSize(%d): must be 1..%d", n, queue.MaxBatchSize))
 			return
 		}
 		o.cfg.BatchSize = n
@@ -97,7 +95,7 @@ func WithSweepInterval(d time.Duration) Option {
 
 // maxVisibility bounds the visibility timeout (a year: a lease deadline far
 // beyond any handler, and far inside the range Redis stores exactly).
-const maxVisibility = 365 * 24 * time.Hour
+const maxVisibility = queue.MaxVisibility
 
 // WithVisibilityTimeout sets how long an item received with Receive (or
 // Consume) stays leased to its receiver. If it is neither acked nor nacked
@@ -239,8 +237,8 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 // partitions, at the same cost. n must be 1 to 256.
 func WithPartitions(n int) Option {
 	return func(o *options) {
-		if n < 1 || n > keys.MaxPartitions {
-			o.fail(fmt.Errorf("WithPartitions(%d): must be 1..%d", n, keys.MaxPartitions))
+		if n < 1 || n > queue.MaxPartitions {
+			o.fail(fmt.Errorf("WithPartitions(%d): must be 1..%d", n, queue.MaxPartitions))
 			return
 		}
 		o.cfg.Partitions = n

@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/redelay/redelay/blocking"
-	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // Sentinel errors.
@@ -53,16 +50,11 @@ const MaxIDLen = blocking.MaxIDLen
 // share script calls (each still gets its own outcome), which makes many
 // producers cheaper for Redis than the same offers one call each.
 type Queue[T any] struct {
-	core *queue.Core // partition 0's when partitioned
+	q *queue.Queue
 
-	// parts are the delayed queues of the partitions of a blocking queue
-	// opened WithPartitions(n > 1), each with its own transfer
-	// registration; nil otherwise (partition.go).
-	parts []*Queue[T]
-
-	mu     sync.Mutex
-	reg    *transfer.Registration
-	closed bool
+	mu         sync.Mutex
+	unregister func() // this queue's transfer registrations; nil WithoutTransfer
+	closed     bool
 }
 
 // Option configures a delayed queue at [New].
@@ -94,12 +86,12 @@ func WithoutTransfer() Option {
 // partition, and the transfer runs for every partition. Recurring
 // schedules live in partition 0.
 func New[T any](q *blocking.Queue[T], opts ...Option) *Queue[T] {
-	var core *queue.Core
-	if q != nil && queue.CoreOf != nil {
-		core = queue.CoreOf(q)
+	var uq *queue.Queue
+	if q != nil && queue.Of != nil {
+		uq = queue.Of(q)
 	}
-	if core == nil {
-		return &Queue[T]{core: queue.Invalid(errors.New("delayed.New(nil): nil blocking queue"))}
+	if uq == nil {
+		return &Queue[T]{q: queue.Invalid(errors.New("delayed.New(nil): nil blocking queue"))}
 	}
 	var o newOptions
 	for _, opt := range opts {
@@ -107,16 +99,13 @@ func New[T any](q *blocking.Queue[T], opts ...Option) *Queue[T] {
 			opt(&o)
 		}
 	}
-	if cores := queue.PartsOf(q); cores != nil && core.Err() == nil {
-		return newPartitioned[T](cores, o)
-	}
-	d := &Queue[T]{core: core}
-	if !o.noTransfer && core.Err() == nil {
-		r, err := core.Register()
+	d := &Queue[T]{q: uq}
+	if !o.noTransfer && uq.Err() == nil {
+		unregister, err := uq.Register()
 		if err != nil {
-			return &Queue[T]{core: queue.Invalid(err)}
+			return &Queue[T]{q: queue.Invalid(err)}
 		}
-		d.reg = r
+		d.unregister = unregister
 	}
 	return d
 }
@@ -124,53 +113,7 @@ func New[T any](q *blocking.Queue[T], opts ...Option) *Queue[T] {
 // OfferOption configures one Offer, OfferAt or OfferBatch.
 type OfferOption func(*offerOptions)
 
-type offerOptions struct {
-	id      string
-	hasID   bool
-	headers map[string]string
-	dup     byte          // store.Dup*: a duplicate mode, 0 for none
-	dupName string        // the option that set it, for errors
-	dupArg  time.Duration // the debounce's max wait or the unique window
-	prio    int
-	ttl     time.Duration
-	err     error // an option that cannot be used
-}
-
-// setDup records a duplicate mode; only one may be given.
-func (o *offerOptions) setDup(mode byte, name string, arg time.Duration) {
-	if o.dup != 0 && o.err == nil {
-		o.err = fmt.Errorf("%s and %s cannot be combined (see WithReplace): %w", o.dupName, name, ErrInvalidArgument)
-	}
-	o.dup, o.dupName, o.dupArg = mode, name, arg
-}
-
-// check validates the options of one offer.
-func (o *offerOptions) check() error {
-	if o.err != nil {
-		return o.err
-	}
-	if err := queue.CheckPriority(o.prio); err != nil {
-		return err
-	}
-	if err := queue.CheckTTL(o.ttl); err != nil {
-		return err
-	}
-	if o.dup == 0 {
-		return nil
-	}
-	if !o.hasID {
-		return fmt.Errorf("%s needs WithID: %w", o.dupName, ErrInvalidArgument)
-	}
-	if o.dup != store.DupReplace {
-		if o.dupArg <= 0 {
-			return fmt.Errorf("%s(%v): not positive: %w", o.dupName, o.dupArg, ErrInvalidArgument)
-		}
-		if err := queue.CheckDelay(o.dupName, o.dupArg); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+type offerOptions struct{ r queue.OfferRequest }
 
 // WithReplace, used with WithID, makes an offer replace the pending item
 // with that ID, if there is one: its value, headers and due time become
@@ -183,7 +126,7 @@ func (o *offerOptions) check() error {
 // replace and unique contradict), and are refused by OfferBatch: any other
 // use returns [ErrInvalidArgument].
 func WithReplace() OfferOption {
-	return func(o *offerOptions) { o.setDup(store.DupReplace, "WithReplace", 0) }
+	return func(o *offerOptions) { o.r.SetDup(queue.DupReplace, "WithReplace", 0) }
 }
 
 // WithDebounce, used with WithID, makes an offer replace the pending item
@@ -193,7 +136,7 @@ func WithReplace() OfferOption {
 // maxWait during a stream of them. Without a pending item it is a plain
 // offer (which starts a new maxWait). maxWait must be positive.
 func WithDebounce(maxWait time.Duration) OfferOption {
-	return func(o *offerOptions) { o.setDup(store.DupDebounce, "WithDebounce", maxWait) }
+	return func(o *offerOptions) { o.r.SetDup(queue.DupDebounce, "WithDebounce", maxWait) }
 }
 
 // WithUniqueFor, used with WithID, refuses a second offer of the same ID
@@ -204,7 +147,7 @@ func WithDebounce(maxWait time.Duration) OfferOption {
 // expires with it, so its memory is bounded by one window's offers.
 // window must be positive.
 func WithUniqueFor(window time.Duration) OfferOption {
-	return func(o *offerOptions) { o.setDup(store.DupUnique, "WithUniqueFor", window) }
+	return func(o *offerOptions) { o.r.SetDup(queue.DupUnique, "WithUniqueFor", window) }
 }
 
 // WithID gives the item an ID of the caller's choosing (1 to 256 bytes),
@@ -213,7 +156,7 @@ func WithUniqueFor(window time.Duration) OfferOption {
 // the first. Default: a random 16-character ID. Not for OfferBatch, which
 // generates every ID.
 func WithID(id string) OfferOption {
-	return func(o *offerOptions) { o.id, o.hasID = id, true }
+	return func(o *offerOptions) { o.r.ID, o.r.HasID = id, true }
 }
 
 // WithPriority gives the item a priority from 0 (the default) to
@@ -223,7 +166,7 @@ func WithID(id string) OfferOption {
 // to every item of an OfferBatch, and with WithReplace or WithDebounce the
 // replacing offer's priority wins. Out of range: [ErrInvalidArgument].
 func WithPriority(p int) OfferOption {
-	return func(o *offerOptions) { o.prio = p }
+	return func(o *offerOptions) { o.r.Priority = p }
 }
 
 // WithTTL gives the item a time to live after its due time: not delivered
@@ -232,13 +175,13 @@ func WithPriority(p int) OfferOption {
 // offered: a Reschedule does not move it. It applies to every item of an
 // OfferBatch. Default: none; 1 ms to 10 years, else [ErrInvalidArgument].
 func WithTTL(d time.Duration) OfferOption {
-	return func(o *offerOptions) { o.ttl = d }
+	return func(o *offerOptions) { o.r.TTL = d }
 }
 
 // WithHeaders attaches metadata to the item, seen by consumers in
 // Delivery.Headers; see blocking.WithHeaders for the rules.
 func WithHeaders(h map[string]string) OfferOption {
-	return func(o *offerOptions) { o.headers = h }
+	return func(o *offerOptions) { o.r.Headers = h }
 }
 
 func (o *offerOptions) apply(opts []OfferOption) {
@@ -264,71 +207,27 @@ func (o *offerOptions) apply(opts []OfferOption) {
 // without an ID means it was not stored: among them [ErrOutOfMemory],
 // Redis's refusal of a write past its maxmemory.
 func (d *Queue[T]) Offer(ctx context.Context, v T, delay time.Duration, opts ...OfferOption) (string, error) {
-	if err := queue.CheckDelay("delay", delay); err != nil {
-		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	return d.offer(ctx, v, 'd', delay.Microseconds(), delay, opts)
+	return d.offer(ctx, v, queue.After(delay), opts)
 }
 
 // OfferAt adds v, due at the given time (compared with the Redis server's
 // clock), and returns its ID. A time in the past makes it ready at once.
 // Times before 1970 or after 2255 return [ErrInvalidArgument].
 func (d *Queue[T]) OfferAt(ctx context.Context, v T, due time.Time, opts ...OfferOption) (string, error) {
-	if err := queue.CheckDue(due); err != nil {
-		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	return d.offer(ctx, v, 'a', due.UnixMicro(), time.Until(due), opts)
+	return d.offer(ctx, v, queue.At(due), opts)
 }
 
 // offer sends one item; us is the delay (mode 'd') or the due time (mode
 // 'a') in microseconds.
-func (d *Queue[T]) offer(ctx context.Context, v T, mode byte, us int64, delay time.Duration, opts []OfferOption) (string, error) {
-	if err := d.err(); err != nil {
-		return "", err
+func (d *Queue[T]) offer(ctx context.Context, v T, w queue.When, opts []OfferOption) (string, error) {
+	if w.Err() == nil {
+		if err := d.err(); err != nil {
+			return "", err
+		}
 	}
 	var o offerOptions
 	o.apply(opts)
-	if err := o.check(); err != nil {
-		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	id, err := queue.OfferID(o.id, o.hasID, o.headers)
-	if err != nil {
-		return "", fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	ctx, op, trace := d.core.Tel.StartSend(ctx, id, max(delay, 0))
-	err = d.route(id).send(ctx, id, v, mode, us, &o, trace)
-	d.core.Tel.Sent(ctx, op, 1, err)
-	return queue.OfferResult(id, err)
-}
-
-// send offers v under id.
-func (d *Queue[T]) send(ctx context.Context, id string, v T, mode byte, us int64, o *offerOptions, trace map[string]string) error {
-	env, err := d.core.Encode(id, v, o.headers, trace, o.prio, o.ttl)
-	if err != nil {
-		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	item := store.OfferItem{ID: id, Env: env, Mode: mode, US: us}
-	var status int64
-	if o.dup != 0 {
-		status, err = d.core.Upsert(ctx, item, o.dup, o.dupArg.Microseconds())
-	} else {
-		status, err = d.core.Offer(ctx, item)
-	}
-	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	// The call ran (err is nil or ErrNotReplicated): a duplicate stored
-	// nothing, whatever the replicas confirmed.
-	if status == lua.OfferDuplicate {
-		if o.dup == store.DupUnique {
-			return fmt.Errorf("offer %s: id %q is pending or was offered within the last %v: %w", d.core.Name(), id, o.dupArg, ErrDuplicate)
-		}
-		return fmt.Errorf("offer %s: id %q is pending: %w", d.core.Name(), id, ErrDuplicate)
-	}
-	if err != nil {
-		return fmt.Errorf("offer %s: %w", d.core.Name(), err)
-	}
-	return nil
+	return d.q.Offer(ctx, v, w, o.r)
 }
 
 // Remove cancels the pending item with this ID, in O(log N). It returns
@@ -336,20 +235,12 @@ func (d *Queue[T]) send(ctx context.Context, id string, v T, mode byte, us int64
 // already moved to the ready queue). Retries of consumed items are not
 // pending items: Remove does not see them.
 func (d *Queue[T]) Remove(ctx context.Context, id string) (bool, error) {
-	if err := d.err(); err != nil {
+	if err := d.checkID("remove from", id); err != nil {
 		return false, err
 	}
-	if d.parts != nil {
-		return d.route(id).Remove(ctx, id)
-	}
-	if _, err := queue.OfferID(id, true, nil); err != nil {
-		return false, fmt.Errorf("remove from %s: %w", d.core.Name(), err)
-	}
-	ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
-		return d.core.Store.Remove(ctx, id)
-	}, nil)
+	ok, err := d.q.Remove(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("remove %s from %s: %w", id, d.core.Name(), err)
+		return false, fmt.Errorf("remove %s from %s: %w", id, d.q.Name(), err)
 	}
 	return ok, nil
 }
@@ -361,14 +252,7 @@ func (d *Queue[T]) Size(ctx context.Context) (int64, error) {
 	if err := d.err(); err != nil {
 		return 0, err
 	}
-	if d.parts != nil {
-		return d.sizeParts(ctx)
-	}
-	n, err := queue.Call(ctx, d.core, d.core.Store.DelayedLen, nil)
-	if err != nil {
-		return 0, fmt.Errorf("size %s: %w", d.core.Name(), err)
-	}
-	return n, nil
+	return d.q.DelayedSize(ctx)
 }
 
 // Clear drops every pending item. Items already ready, and retries
@@ -378,13 +262,8 @@ func (d *Queue[T]) Clear(ctx context.Context) error {
 	if err := d.err(); err != nil {
 		return err
 	}
-	if d.parts != nil {
-		return d.clearParts(ctx)
-	}
-	if _, err := queue.Call(ctx, d.core, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, d.core.Store.ClearDelayed(ctx)
-	}, nil); err != nil {
-		return fmt.Errorf("clear %s: %w", d.core.Name(), err)
+	if err := d.q.ClearDelayed(ctx); err != nil {
+		return fmt.Errorf("clear %s: %w", d.q.Name(), err)
 	}
 	return nil
 }
@@ -393,21 +272,18 @@ func (d *Queue[T]) Clear(ctx context.Context) error {
 // blocking queue is not closed, and pending items stay in Redis: any process
 // that opens the queue later moves them when due. Closing twice is harmless.
 func (d *Queue[T]) Close() error {
-	for _, p := range d.parts {
-		_ = p.Close()
-	}
 	d.mu.Lock()
-	r := d.reg
-	d.reg, d.closed = nil, true
+	unregister := d.unregister
+	d.unregister, d.closed = nil, true
 	d.mu.Unlock()
-	if r != nil {
-		r.Close()
+	if unregister != nil {
+		unregister()
 	}
 	return nil
 }
 
 func (d *Queue[T]) err() error {
-	if err := d.core.Err(); err != nil {
+	if err := d.q.Err(); err != nil {
 		return err
 	}
 	d.mu.Lock()

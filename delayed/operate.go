@@ -3,12 +3,10 @@ package delayed
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/internal/store"
 )
 
 // ErrNotFound: no pending item has the given ID (never offered, removed,
@@ -31,51 +29,41 @@ func (d *Queue[T]) Get(ctx context.Context, id string) (Item[T], error) {
 	if err := d.checkID("get", id); err != nil {
 		return Item[T]{}, err
 	}
-	if d.parts != nil {
-		return d.route(id).Get(ctx, id)
-	}
-	type hit struct {
-		e     store.Entry
-		found bool
-	}
-	h, err := queue.Call(ctx, d.core, func(ctx context.Context) (hit, error) {
-		e, found, err := d.core.Store.Get(ctx, id)
-		return hit{e, found}, err
-	}, nil)
+	e, found, err := d.q.Get(ctx, id)
 	if err != nil {
-		return Item[T]{}, fmt.Errorf("get %s from %s: %w", id, d.core.Name(), err)
+		return Item[T]{}, fmt.Errorf("get %s from %s: %w", id, d.q.Name(), err)
 	}
-	if !h.found {
+	if !found {
 		return Item[T]{}, d.notFound(id)
 	}
-	it, err := d.item(h.e)
-	if err != nil {
-		return Item[T]{}, fmt.Errorf("get %s from %s: %w", id, d.core.Name(), err)
+	it, err := d.q.Item(e, true)
+	var v T
+	if err == nil {
+		v, err = queue.Decode[T](d.q, it)
 	}
-	return it, nil
+	if err != nil {
+		return Item[T]{}, fmt.Errorf("get %s from %s: %w", id, d.q.Name(), err)
+	}
+	return item(it, v), nil
 }
 
-func (d *Queue[T]) item(e store.Entry) (Item[T], error) {
-	v, env, err := queue.DecodeValue[T](d.core, e.Data)
-	if err != nil {
-		return Item[T]{}, err
-	}
+// item makes the typed item of a stored one.
+func item[T any](it queue.Item, v T) Item[T] {
 	return Item[T]{
-		ID: env.ID, Value: v, Attempt: env.Attempt, EnqueuedAt: env.EnqueuedAt,
-		DueAt: time.UnixMicro(e.Score), Headers: maps.Clone(env.Headers),
-	}, nil
+		ID: it.ID, Value: v, Attempt: it.Attempt, EnqueuedAt: it.EnqueuedAt, DueAt: it.DueAt, Headers: it.Headers,
+	}
 }
 
 func (d *Queue[T]) notFound(id string) error {
-	return fmt.Errorf("%s: no pending item with id %q: %w", d.core.Name(), id, ErrNotFound)
+	return fmt.Errorf("%s: no pending item with id %q: %w", d.q.Name(), id, ErrNotFound)
 }
 
 func (d *Queue[T]) checkID(op, id string) error {
 	if err := d.err(); err != nil {
 		return err
 	}
-	if _, err := queue.OfferID(id, true, nil); err != nil {
-		return fmt.Errorf("%s %s: %w", op, d.core.Name(), err)
+	if err := queue.CheckID(id); err != nil {
+		return fmt.Errorf("%s %s: %w", op, d.q.Name(), err)
 	}
 	return nil
 }
@@ -85,14 +73,9 @@ func (d *Queue[T]) Contains(ctx context.Context, id string) (bool, error) {
 	if err := d.checkID("contains", id); err != nil {
 		return false, err
 	}
-	if d.parts != nil {
-		return d.route(id).Contains(ctx, id)
-	}
-	ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
-		return d.core.Store.Contains(ctx, id)
-	}, nil)
+	ok, err := d.q.Contains(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("contains %s in %s: %w", id, d.core.Name(), err)
+		return false, fmt.Errorf("contains %s in %s: %w", id, d.q.Name(), err)
 	}
 	return ok, nil
 }
@@ -107,9 +90,9 @@ func (d *Queue[T]) Contains(ctx context.Context, id string) (bool, error) {
 // delivered or removed).
 func (d *Queue[T]) Reschedule(ctx context.Context, id string, delay time.Duration) error {
 	if err := queue.CheckDelay("delay", delay); err != nil {
-		return fmt.Errorf("reschedule %s: %w", d.core.Name(), err)
+		return fmt.Errorf("reschedule %s: %w", d.q.Name(), err)
 	}
-	return d.move(ctx, "reschedule", id, store.Move{Mode: 'd', US: delay.Microseconds()})
+	return d.move(ctx, "reschedule", id, queue.Move{Mode: 'd', US: delay.Microseconds()})
 }
 
 // RescheduleAt is Reschedule to a due time: a time in the past makes the
@@ -117,32 +100,27 @@ func (d *Queue[T]) Reschedule(ctx context.Context, id string, delay time.Duratio
 // after 2255 return [ErrInvalidArgument].
 func (d *Queue[T]) RescheduleAt(ctx context.Context, id string, due time.Time) error {
 	if err := queue.CheckDue(due); err != nil {
-		return fmt.Errorf("reschedule %s: %w", d.core.Name(), err)
+		return fmt.Errorf("reschedule %s: %w", d.q.Name(), err)
 	}
-	return d.move(ctx, "reschedule", id, store.Move{Mode: 'a', US: due.UnixMicro()})
+	return d.move(ctx, "reschedule", id, queue.Move{Mode: 'a', US: due.UnixMicro()})
 }
 
 // Promote makes the pending item with this ID due now: it joins the ready
 // queue at once (behind the items already ready), its due time set to now.
 // O(log N). It returns [ErrNotFound] when the item is no longer pending.
 func (d *Queue[T]) Promote(ctx context.Context, id string) error {
-	return d.move(ctx, "promote", id, store.Move{Mode: 'n'})
+	return d.move(ctx, "promote", id, queue.Move{Mode: 'n'})
 }
 
-func (d *Queue[T]) move(ctx context.Context, op, id string, m store.Move) error {
+func (d *Queue[T]) move(ctx context.Context, op, id string, m queue.Move) error {
 	if err := d.checkID(op, id); err != nil {
 		return err
 	}
-	if d.parts != nil {
-		return d.route(id).move(ctx, op, id, m)
-	}
-	st, err := queue.Call(ctx, d.core, func(ctx context.Context) (int64, error) {
-		return d.core.Store.Reschedule(ctx, id, m)
-	}, nil)
+	found, err := d.q.Reschedule(ctx, id, m)
 	if err != nil {
-		return fmt.Errorf("%s %s in %s: %w", op, id, d.core.Name(), err)
+		return fmt.Errorf("%s %s in %s: %w", op, id, d.q.Name(), err)
 	}
-	if st == store.RescheduleNotFound {
+	if !found {
 		return fmt.Errorf("%s: %w", op, d.notFound(id))
 	}
 	return nil
@@ -158,28 +136,24 @@ func (d *Queue[T]) Update(ctx context.Context, id string, v T) error {
 	if err := d.checkID("update", id); err != nil {
 		return err
 	}
-	if d.parts != nil {
-		return d.route(id).Update(ctx, id, v)
-	}
-	payload, err := d.core.Cfg.Codec.Marshal(v)
+	cfg := d.q.Config()
+	payload, err := cfg.Codec.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("update %s in %s: encode with %s codec: %w", id, d.core.Name(), d.core.Cfg.Codec.Name(), err)
+		return fmt.Errorf("update %s in %s: encode with %s codec: %w", id, d.q.Name(), cfg.Codec.Name(), err)
 	}
-	limit := d.core.Cfg.MaxPayload
+	limit := cfg.MaxPayload
 	if limit > 0 && len(payload) > limit {
-		return fmt.Errorf("update %s in %s: %w: %d bytes encoded, limit %d", id, d.core.Name(), blocking.ErrPayloadTooLarge, len(payload), limit)
+		return fmt.Errorf("update %s in %s: %w: %d bytes encoded, limit %d", id, d.q.Name(), blocking.ErrPayloadTooLarge, len(payload), limit)
 	}
-	res, err := queue.Call(ctx, d.core, func(ctx context.Context) (int64, error) {
-		return d.core.Store.Update(ctx, id, payload, limit)
-	}, nil)
+	res, err := d.q.Update(ctx, id, payload, limit)
 	switch {
 	case err != nil:
-		return fmt.Errorf("update %s in %s: %w", id, d.core.Name(), queue.Corrupt(err))
+		return fmt.Errorf("update %s in %s: %w", id, d.q.Name(), err)
 	case res == 0:
 		return fmt.Errorf("update: %w", d.notFound(id))
 	case res < 0:
 		return fmt.Errorf("update %s in %s: %w: %d bytes encoded with the item's headers, limit %d",
-			id, d.core.Name(), blocking.ErrPayloadTooLarge, -res, limit)
+			id, d.q.Name(), blocking.ErrPayloadTooLarge, -res, limit)
 	}
 	return nil
 }
@@ -196,26 +170,11 @@ func (d *Queue[T]) List(ctx context.Context, offset, limit int) ([]Item[T], erro
 	}
 	if offset < 0 || limit < 1 || limit > MaxPage {
 		return nil, fmt.Errorf("list %s: offset %d, limit %d: offset must be >= 0 and limit 1..%d: %w",
-			d.core.Name(), offset, limit, MaxPage, ErrInvalidArgument)
+			d.q.Name(), offset, limit, MaxPage, ErrInvalidArgument)
 	}
-	if d.parts != nil {
-		return d.listParts(ctx, offset, limit)
-	}
-	entries, err := queue.Call(ctx, d.core, func(ctx context.Context) ([]store.Entry, error) {
-		return d.core.Store.ListDelayed(ctx, offset, limit)
-	}, nil)
+	entries, err := d.q.List(ctx, queue.Delayed, offset, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", d.core.Name(), err)
+		return nil, fmt.Errorf("list %s: %w", d.q.Name(), err)
 	}
-	out := make([]Item[T], 0, len(entries))
-	for _, e := range entries {
-		it, err := d.item(e)
-		if err != nil {
-			d.core.Cfg.Logger.Warn("redelay: an item that cannot be decoded was left out of a listing",
-				"queue", d.core.Name(), "id", e.Key, "err", err)
-			continue
-		}
-		out = append(out, it)
-	}
-	return out, nil
+	return queue.Items(d.q, entries, true, item[T]), nil
 }

@@ -2,10 +2,7 @@ package delayed
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redelay/redelay/internal/queue"
 	"github.com/redelay/redelay/internal/schedule"
@@ -13,11 +10,11 @@ import (
 
 // MaxScheduleNameLen bounds a schedule's name, in bytes (a tick's ID is
 // the name, "@" and the tick's time).
-const MaxScheduleNameLen = 200
+const MaxScheduleNameLen = queue.MaxScheduleNameLen
 
 // HeaderSchedule is the header a tick's item carries: the name of the
 // schedule that made it.
-const HeaderSchedule = "redelay-schedule"
+const HeaderSchedule = queue.HeaderSchedule
 
 // MissedTicks says what happens to the ticks of a schedule whose time
 // passed while no process of the queue ran.
@@ -119,102 +116,7 @@ func (d *Queue[T]) Schedule(ctx context.Context, name, spec string, v T, opts ..
 			opt(&o)
 		}
 	}
-	if err := checkScheduleName(name); err != nil {
-		return fmt.Errorf("schedule %s: %w", d.core.Name(), err)
-	}
-	rec := schedule.Record{Spec: spec, Missed: schedule.Missed(o.missed)}
-	if o.loc != nil {
-		// Every process plans the ticks: the zone must mean the same to
-		// each, so it is stored by its IANA name, and must be the zone
-		// of that name.
-		zone, err := schedule.ZoneName(o.loc, time.Now())
-		if err != nil {
-			return fmt.Errorf("schedule %s: %w; give a location from time.LoadLocation with an IANA name (such as \"Europe/Berlin\"), which every process reads the same: %w",
-				d.core.Name(), err, ErrInvalidArgument)
-		}
-		rec.Zone = zone
-	}
-	switch o.missed {
-	case MissedLatest, MissedSkip, MissedAll:
-	default:
-		return fmt.Errorf("schedule %s: missed-tick policy %q: %w", d.core.Name(), o.missed, ErrInvalidArgument)
-	}
-	s, err := rec.Parsed()
-	if err != nil {
-		return fmt.Errorf("schedule %s: %w: %w", d.core.Name(), err, ErrInvalidArgument)
-	}
-	env, err := d.core.Encode("", v, map[string]string{HeaderSchedule: name}, nil, 0, 0)
-	if err != nil {
-		return fmt.Errorf("schedule %s: %w", d.core.Name(), err)
-	}
-	for range 3 { // compare-and-set: again when another process changed it meanwhile
-		old, err := d.record(ctx, name)
-		if err != nil {
-			return fmt.Errorf("schedule %s in %s: %w", name, d.core.Name(), err)
-		}
-		now := old.now
-		next := rec
-		var drop []string
-		if old.readable && old.rec.Spec == rec.Spec && old.rec.Zone == rec.Zone {
-			next.Next, next.Recent = old.rec.Next, old.rec.Recent // same ticks: keep them
-		} else {
-			next.Next = s.Next(now).UnixMilli()
-			if old.found {
-				for _, t := range old.rec.Pending(now) {
-					drop = append(drop, schedule.TickID(name, t))
-				}
-			}
-		}
-		ok, err := queue.Call(ctx, d.core, func(ctx context.Context) (bool, error) {
-			return d.core.Store.SchedulePut(ctx, name, old.raw, next.Encode(), env, schedule.DueMs(time.UnixMilli(next.Next)), drop)
-		}, nil)
-		if err != nil {
-			return fmt.Errorf("schedule %s in %s: %w", name, d.core.Name(), err)
-		}
-		if ok {
-			return nil
-		}
-	}
-	return fmt.Errorf("schedule %s in %s: changed by other processes three times while this call ran; try again", name, d.core.Name())
-}
-
-func checkScheduleName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("empty schedule name: %w", ErrInvalidArgument)
-	case len(name) > MaxScheduleNameLen:
-		return fmt.Errorf("schedule name of %d bytes, at most %d: %w", len(name), MaxScheduleNameLen, ErrInvalidArgument)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("schedule name %q is not UTF-8: %w", name, ErrInvalidArgument)
-	}
-	return nil
-}
-
-// stored is a schedule's record as read, and the Redis server's clock
-// just before (the clock the transfers plan ticks with). A record that is
-// no JSON is found but not readable: Schedule replaces it and Unschedule
-// deletes it, knowing none of its ticks.
-type stored struct {
-	raw      string
-	rec      schedule.Record
-	found    bool
-	readable bool
-	now      time.Time
-}
-
-func (d *Queue[T]) record(ctx context.Context, name string) (stored, error) {
-	return queue.Call(ctx, d.core, func(ctx context.Context) (stored, error) {
-		now, err := d.core.Store.Client().Now(ctx)
-		if err != nil {
-			return stored{}, err
-		}
-		raw, found, err := d.core.Store.ScheduleRecord(ctx, name)
-		if err != nil || !found {
-			return stored{now: now}, err
-		}
-		rec, err := schedule.Decode(raw)
-		return stored{raw: raw, rec: rec, found: true, readable: err == nil, now: now}, nil
-	}, nil)
+	return d.q.Schedule(ctx, name, spec, v, o.loc, string(o.missed))
 }
 
 // Unschedule deletes the schedule called name, and withdraws the ticks it
@@ -226,29 +128,7 @@ func (d *Queue[T]) Unschedule(ctx context.Context, name string) (bool, error) {
 	if err := d.err(); err != nil {
 		return false, err
 	}
-	if err := checkScheduleName(name); err != nil {
-		return false, fmt.Errorf("unschedule %s: %w", d.core.Name(), err)
-	}
-	for range 3 { // compare-and-set: again when a process advanced it meanwhile
-		old, err := d.record(ctx, name)
-		if err != nil {
-			return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
-		}
-		var drop []string
-		for _, t := range old.rec.Pending(old.now) {
-			drop = append(drop, schedule.TickID(name, t))
-		}
-		n, err := queue.Call(ctx, d.core, func(ctx context.Context) (int64, error) {
-			return d.core.Store.ScheduleRemove(ctx, name, old.raw, drop)
-		}, nil)
-		if err != nil {
-			return false, fmt.Errorf("unschedule %s in %s: %w", name, d.core.Name(), err)
-		}
-		if n >= 0 {
-			return n == 1, nil
-		}
-	}
-	return false, fmt.Errorf("unschedule %s in %s: changed by other processes three times while this call ran; try again", name, d.core.Name())
+	return d.q.Unschedule(ctx, name)
 }
 
 // Schedules lists the queue's recurring schedules, by name. A schedule
@@ -258,27 +138,13 @@ func (d *Queue[T]) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	if err := d.err(); err != nil {
 		return nil, err
 	}
-	recs, err := queue.Call(ctx, d.core, d.core.Store.ScheduleRecords, nil)
+	infos, err := d.q.Schedules(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("schedules of %s: %w", d.core.Name(), err)
+		return nil, err
 	}
-	now := time.Now()
-	out := make([]ScheduleInfo, 0, len(recs))
-	for name, raw := range recs {
-		rec, err := schedule.Decode(raw)
-		if err != nil {
-			return nil, fmt.Errorf("schedules of %s: %s: %w", d.core.Name(), name, queue.Mark(queue.ErrCorrupt, err))
-		}
-		out = append(out, ScheduleInfo{Name: name, Spec: rec.Spec, Next: rec.NextTick(now), Last: rec.Last(now)})
+	out := make([]ScheduleInfo, len(infos))
+	for i, in := range infos {
+		out[i] = ScheduleInfo(in)
 	}
-	slices.SortFunc(out, func(a, b ScheduleInfo) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
 	return out, nil
 }

@@ -2,47 +2,10 @@ package inspect
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	iqueue "github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/internal/store"
 )
-
-// attempts bounds how many times a change looks for an item again when
-// the entry it found moved before the change reached it.
-const attempts = 3
-
-// act finds the item id in states and applies do to the entry found. do
-// reports false when the entry was no longer there (it moved meanwhile):
-// act then looks again, attempts times at most.
-func (in *Inspector) act(ctx context.Context, q *store.Queue, id string, states []State, do func(hit) (bool, error)) error {
-	var h hit
-	for range attempts {
-		var found bool
-		var err error
-		h, found, err = in.locate(ctx, q, id, states...)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return noItem(id)
-		}
-		if done, err := do(h); err != nil || done {
-			return err
-		}
-	}
-	if h.state == Inflight && h.e.Key == "" {
-		return fmt.Errorf("item %q is being handed to a consumer (claimed, not leased yet), try again: %w", id, ErrNotFound)
-	}
-	return fmt.Errorf("item %q moved each of the %d times it was found, try again: %w", id, attempts, ErrNotFound)
-}
-
-// notIn is the error for an item found in a state the change does not
-// apply to.
-func notIn(id string, st State, want string) error {
-	return fmt.Errorf("item %q is %s, not %s: %w", id, st, want, ErrNotFound)
-}
 
 // Delete drops the item with this ID, wherever it is: a delayed item by ID
 // (O(log N), one round trip), else the item found as Get finds it (a scan
@@ -58,32 +21,7 @@ func notIn(id string, st State, want string) error {
 // being handed to a consumer (claimed, not leased yet) is looked for
 // again until it is leased. ErrNotFound when no item has this ID.
 func (in *Inspector) Delete(ctx context.Context, queue, id string) error {
-	q, _, err := in.openID(ctx, queue, id)
-	if err != nil {
-		return wrap("delete", queue, err)
-	}
-	removed, err := q.Remove(ctx, id)
-	if err == nil && !removed {
-		err = in.act(ctx, q, id, []State{Retry, Inflight, Ready, Dead}, func(h hit) (bool, error) {
-			switch h.state {
-			case Retry:
-				return q.DeleteRetry(ctx, h.e.Key)
-			case Inflight:
-				if h.e.Key == "" {
-					return false, nil // claimed, about to be leased: look again
-				}
-				return q.DeleteLeased(ctx, h.e.Key)
-			case Ready:
-				return q.DeleteReady(ctx, h.e)
-			default:
-				return q.DeleteDead(ctx, h.e)
-			}
-		})
-	}
-	if err != nil {
-		return wrap("delete", queue, err)
-	}
-	return nil
+	return in.change(ctx, "delete", queue, id, func(q *iqueue.Queue) error { return q.Delete(ctx, id) })
 }
 
 // Promote makes the delayed item or retry with this ID due now: it joins
@@ -93,7 +31,9 @@ func (in *Inspector) Delete(ctx context.Context, queue, id string) error {
 // state returns ErrNotFound naming the state it is in (found with Get's
 // scans); so does an ID found nowhere.
 func (in *Inspector) Promote(ctx context.Context, queue, id string) error {
-	return in.move(ctx, "promote", queue, id, store.Move{Mode: 'n'})
+	return in.change(ctx, "promote", queue, id, func(q *iqueue.Queue) error {
+		return q.MoveAny(ctx, id, iqueue.Move{Mode: 'n'})
+	})
 }
 
 // Reschedule moves the delayed item or retry with this ID to fall due at
@@ -105,29 +45,9 @@ func (in *Inspector) Reschedule(ctx context.Context, queue, id string, due time.
 	if err := iqueue.CheckDue(due); err != nil {
 		return wrap("reschedule", queue, err)
 	}
-	return in.move(ctx, "reschedule", queue, id, store.Move{Mode: 'a', US: due.UnixMicro()})
-}
-
-// move moves a delayed item or a retry (Promote, Reschedule).
-func (in *Inspector) move(ctx context.Context, op, queue, id string, m store.Move) error {
-	q, _, err := in.openID(ctx, queue, id)
-	if err != nil {
-		return wrap(op, queue, err)
-	}
-	st, err := q.Reschedule(ctx, id, m)
-	if err == nil && st == store.RescheduleNotFound {
-		err = in.act(ctx, q, id, []State{Retry, Inflight, Ready, Dead}, func(h hit) (bool, error) {
-			if h.state != Retry {
-				return false, notIn(id, h.state, "delayed or retry")
-			}
-			st, err := q.RescheduleRetry(ctx, h.e.Key, m)
-			return st != store.RescheduleNotFound, err
-		})
-	}
-	if err != nil {
-		return wrap(op, queue, err)
-	}
-	return nil
+	return in.change(ctx, "reschedule", queue, id, func(q *iqueue.Queue) error {
+		return q.MoveAny(ctx, id, iqueue.Move{Mode: 'a', US: due.UnixMicro()})
+	})
 }
 
 // Requeue moves the dead letter with this ID back to the ready list, with
@@ -137,17 +57,17 @@ func (in *Inspector) move(ctx context.Context, op, queue, id string, m store.Mov
 // in, in an ErrNotFound. The entry found moves only if it is still there
 // (else Requeue looks again, 3 times at most).
 func (in *Inspector) Requeue(ctx context.Context, queue, id string) error {
+	return in.change(ctx, "requeue", queue, id, func(q *iqueue.Queue) error { return q.Requeue(ctx, id) })
+}
+
+// change opens the queue of item id and runs do on it.
+func (in *Inspector) change(ctx context.Context, op, queue, id string, do func(q *iqueue.Queue) error) error {
 	q, _, err := in.openID(ctx, queue, id)
 	if err == nil {
-		err = in.act(ctx, q, id, []State{Dead, Delayed, Retry, Inflight, Ready}, func(h hit) (bool, error) {
-			if h.state != Dead {
-				return false, notIn(id, h.state, "dead")
-			}
-			return q.Requeue(ctx, h.e)
-		})
+		err = do(q)
 	}
 	if err != nil {
-		return wrap("requeue", queue, err)
+		return wrap(op, queue, err)
 	}
 	return nil
 }
@@ -159,11 +79,11 @@ func (in *Inspector) Requeue(ctx context.Context, queue, id string) error {
 // priority. It returns how many moved, also with an error (the batches
 // before it moved).
 func (in *Inspector) RequeueAll(ctx context.Context, queue string) (int64, error) {
-	t, err := in.open(ctx, queue)
+	q, _, err := in.open(ctx, queue)
 	if err != nil {
 		return 0, wrap("requeue all", queue, err)
 	}
-	n, err := in.typed(queue, t).Redrive(ctx, 0)
+	n, err := q.Redrive(ctx, 0)
 	if err != nil {
 		return int64(n), wrap("requeue all", queue, err)
 	}
@@ -185,33 +105,13 @@ func (in *Inspector) Purge(ctx context.Context, queue string, st State) (int64, 
 	if err := st.check(); err != nil {
 		return 0, wrap("purge", queue, err)
 	}
-	t, err := in.open(ctx, queue)
+	q, _, err := in.open(ctx, queue)
 	if err != nil {
 		return 0, wrap("purge", queue, err)
 	}
-	var total int64
-	for _, q := range t.parts { // one unless the queue has partitions
-		n, err := q.Purge(ctx, part(st))
-		total += n
-		if err != nil {
-			return total, wrap("purge", queue, err)
-		}
+	n, err := q.Purge(ctx, iqueue.State(st))
+	if err != nil {
+		return n, wrap("purge", queue, err)
 	}
-	return total, nil
-}
-
-// part is the store's part holding the items in state st (a valid state).
-func part(st State) store.Part {
-	switch st {
-	case Delayed:
-		return store.PartDelayed
-	case Retry:
-		return store.PartRetry
-	case Ready:
-		return store.PartReady
-	case Inflight:
-		return store.PartInflight
-	default:
-		return store.PartDead
-	}
+	return n, nil
 }

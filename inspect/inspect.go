@@ -7,11 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/blocking"
-	"github.com/redelay/redelay/codec"
-	"github.com/redelay/redelay/internal/keys"
 	iqueue "github.com/redelay/redelay/internal/queue"
-	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // Sentinel errors; every error the package returns wraps one of these, a
@@ -39,8 +35,6 @@ type Stats = blocking.Stats
 // its client, starts no goroutine and needs no Close.
 type Inspector struct {
 	rdb redis.UniversalClient
-	c   *store.Client
-	srv *transfer.Server // what is known of rdb's server
 }
 
 // New returns an Inspector of the queues on rdb: a *redis.Client, a
@@ -48,12 +42,7 @@ type Inspector struct {
 // network call; a nil client or a *redis.Ring (which would split a queue
 // between shards) makes every call return ErrInvalidArgument.
 func New(rdb redis.UniversalClient) *Inspector {
-	in := &Inspector{rdb: rdb}
-	if in.checkClient() == nil {
-		in.c = store.New(rdb) // it reads the options of a *redis.Client: not nil
-		in.srv = transfer.ServerOf(rdb)
-	}
-	return in
+	return &Inspector{rdb: rdb}
 }
 
 // Eviction returns the maxmemory-policy of the Redis deployment (on a
@@ -69,7 +58,7 @@ func (in *Inspector) Eviction(ctx context.Context) (string, error) {
 	if err := in.checkClient(); err != nil {
 		return "", fmt.Errorf("eviction: %w", err)
 	}
-	return in.srv.Eviction(ctx, in.c), nil
+	return iqueue.Eviction(ctx, in.rdb), nil
 }
 
 // checkClient says why in cannot make calls, if it cannot.
@@ -83,74 +72,29 @@ func (in *Inspector) checkClient() error {
 	return nil
 }
 
-// target is a queue the inspector opened: the operations of each of its
-// partitions (one for a queue without partitions) and the name of its
-// codec ("" when none is recorded).
-type target struct {
-	parts []*store.Queue
-	codec string
-}
-
-// of returns the partition that holds the item with this ID.
-func (t target) of(id string) *store.Queue {
-	return t.parts[keys.PartitionOf(id, len(t.parts))]
-}
-
 // open validates the queue's name and checks that the queue exists: in
 // the registry of queues, or with at least one of its keys in Redis. It
 // returns the queue's partitions, as recorded in its meta hash, and its
 // codec. One round trip (one per node on a Cluster).
-func (in *Inspector) open(ctx context.Context, name string) (target, error) {
+func (in *Inspector) open(ctx context.Context, name string) (*iqueue.Queue, string, error) {
 	if err := in.checkClient(); err != nil {
-		return target{}, err
+		return nil, "", err
 	}
-	k, err := keys.New(name)
-	if err != nil {
-		return target{}, fmt.Errorf("%w: %w", err, ErrInvalidArgument)
-	}
-	q := in.c.Queue(k)
-	p, err := q.Probe(ctx)
-	if err != nil {
-		return target{}, err
-	}
-	if !p.Registered && !p.Stored {
-		return target{}, fmt.Errorf("no such queue (not in the registry of queues, no keys): %w", ErrNotFound)
-	}
-	t := target{parts: make([]*store.Queue, p.Partitions), codec: p.Codec}
-	for i := range t.parts {
-		t.parts[i] = in.c.Queue(k.Partition(i))
-	}
-	return t, nil
+	return iqueue.Probe(ctx, in.rdb, name)
 }
 
 // openID is open for a call on one item: it validates id first, and
 // returns the partition that holds it.
-func (in *Inspector) openID(ctx context.Context, name, id string) (*store.Queue, string, error) {
-	if _, err := iqueue.OfferID(id, true, nil); err != nil {
+func (in *Inspector) openID(ctx context.Context, name, id string) (*iqueue.Queue, string, error) {
+	if err := iqueue.CheckID(id); err != nil {
 		return nil, "", err
 	}
-	t, err := in.open(ctx, name)
-	if err != nil {
-		return nil, "", err
-	}
-	return t.of(id), t.codec, nil
+	return in.open(ctx, name)
 }
 
 // wrap names the call and the queue in err.
 func wrap(op, name string, err error) error {
 	return fmt.Errorf("%s %q: %w", op, name, err)
-}
-
-// typed returns the queue t called name as a blocking queue of raw
-// bytes, with its partitions, for the calls that do not depend on its
-// type (Stats, Pause, Resume). blocking.New makes no network call and
-// starts nothing, so the queue needs no Close.
-func (in *Inspector) typed(name string, t target) *blocking.Queue[[]byte] {
-	q := blocking.New[[]byte](in.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithPartitions(len(t.parts)))
-	if c := iqueue.CoreOf(q); c != nil {
-		c.LayoutKnown() // open just read it
-	}
-	return q
 }
 
 // Queues returns the name of every queue announced on this Redis, in name
@@ -162,7 +106,7 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 	if err := in.checkClient(); err != nil {
 		return nil, fmt.Errorf("queues: %w", err)
 	}
-	names, err := in.c.Queues(ctx)
+	names, err := iqueue.Queues(ctx, in.rdb)
 	if err != nil {
 		return nil, fmt.Errorf("queues: %w", err)
 	}
@@ -175,11 +119,12 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 // server's clock. Two round trips (the check that the queue exists, then
 // one read-only script), O(log N).
 func (in *Inspector) Stats(ctx context.Context, queue string) (Stats, error) {
-	t, err := in.open(ctx, queue)
+	q, _, err := in.open(ctx, queue)
 	if err != nil {
 		return Stats{}, wrap("stats", queue, err)
 	}
-	return in.typed(queue, t).Stats(ctx)
+	st, err := q.Stats(ctx)
+	return Stats(st), err
 }
 
 // Pause stops every process from handing out the queue's items, as
@@ -189,19 +134,23 @@ func (in *Inspector) Stats(ctx context.Context, queue string) (Stats, error) {
 // on. The flag lives in Redis until Resume. Pausing a paused queue is
 // harmless. Two round trips, O(1).
 func (in *Inspector) Pause(ctx context.Context, queue string) error {
-	t, err := in.open(ctx, queue)
-	if err != nil {
-		return wrap("pause", queue, err)
-	}
-	return in.typed(queue, t).Pause(ctx)
+	return in.setPaused(ctx, "pause", queue, true)
 }
 
 // Resume undoes Pause: waiting consumers in every process go on at once.
 // Resuming a queue that is not paused is harmless. Two round trips, O(1).
 func (in *Inspector) Resume(ctx context.Context, queue string) error {
-	t, err := in.open(ctx, queue)
-	if err != nil {
-		return wrap("resume", queue, err)
+	return in.setPaused(ctx, "resume", queue, false)
+}
+
+// setPaused pauses or resumes a queue for every process.
+func (in *Inspector) setPaused(ctx context.Context, op, queue string, paused bool) error {
+	q, _, err := in.open(ctx, queue)
+	if err == nil {
+		if err = q.SetPaused(ctx, paused); err != nil {
+			return fmt.Errorf("%s %s: %w", op, queue, err)
+		}
+		return nil
 	}
-	return in.typed(queue, t).Resume(ctx)
+	return wrap(op, queue, err)
 }

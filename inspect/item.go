@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/redelay/redelay/internal/envelope"
-	"github.com/redelay/redelay/internal/store"
+	iqueue "github.com/redelay/redelay/internal/queue"
 )
 
 // Item is one item of a queue as the inspector reads it, without taking
@@ -70,20 +70,20 @@ type view struct {
 // newView prepares the reading of entries of state st of q, whose codec
 // is named codec. In-flight items are compared with the server's clock,
 // read with one more round trip (a read-only script, O(log N)).
-func newView(ctx context.Context, q *store.Queue, st State, codec string) (view, error) {
+func newView(ctx context.Context, q *iqueue.Queue, st State, codec string) (view, error) {
 	v := view{state: st, decode: decoderFor(codec)}
 	if st == Inflight {
-		s, err := q.Stats(ctx)
+		now, err := q.Now(ctx)
 		if err != nil {
 			return view{}, err
 		}
-		v.nowMs = s.NowUs / 1000
+		v.nowMs = now.UnixMilli()
 	}
 	return v, nil
 }
 
 // items reads entries.
-func (v view) items(entries []store.Entry) []Item {
+func (v view) items(entries []iqueue.Entry) []Item {
 	out := make([]Item, len(entries))
 	for i, e := range entries {
 		out[i] = v.item(e)
@@ -92,7 +92,7 @@ func (v view) items(entries []store.Entry) []Item {
 }
 
 // item reads one entry: an envelope, or bytes that are not one.
-func (v view) item(e store.Entry) Item {
+func (v view) item(e iqueue.Entry) Item {
 	it := Item{State: v.state, Payload: e.Data}
 	env, err := envelope.Unmarshal(e.Data)
 	if err != nil {

@@ -15,14 +15,17 @@ type ScheduleInfo = delayed.ScheduleInfo
 // that the queue exists, then one read of its schedules), O(S) for S
 // schedules.
 func (in *Inspector) Schedules(ctx context.Context, queue string) ([]ScheduleInfo, error) {
-	t, err := in.open(ctx, queue)
+	q, _, err := in.open(ctx, queue)
 	if err != nil {
 		return nil, wrap("schedules", queue, err)
 	}
-	// A delayed queue without transfer starts nothing and needs no Close.
-	infos, err := delayed.New(in.typed(queue, t), delayed.WithoutTransfer()).Schedules(ctx)
+	infos, err := q.Schedules(ctx)
 	if err != nil {
 		return nil, wrap("schedules", queue, err)
 	}
-	return infos, nil
+	out := make([]ScheduleInfo, len(infos))
+	for i, info := range infos {
+		out[i] = ScheduleInfo(info)
+	}
+	return out, nil
 }

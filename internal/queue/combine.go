@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/store"
 )
 
@@ -131,7 +130,7 @@ type offerReq struct {
 }
 
 type offerRes struct {
-	status int64
+	status store.OfferStatus
 	err    error
 }
 
@@ -168,7 +167,7 @@ type combiner struct {
 // wake makes a sender take the queued offers: an idle one, or a new one
 // when fewer than maxSending run (otherwise a busy one takes them when its
 // call returns). cb.mu is held.
-func (c *Core) wake() {
+func (c *part) wake() {
 	cb := &c.comb
 	if cb.sending > cb.idle { // a call is in flight
 		if wait := slowCall - time.Since(cb.sent); wait > 0 {
@@ -204,7 +203,7 @@ func (c *Core) wake() {
 }
 
 // rewake is wake for offers still queued when the recheck timer fires.
-func (c *Core) rewake() {
+func (c *part) rewake() {
 	cb := &c.comb
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
@@ -214,25 +213,13 @@ func (c *Core) rewake() {
 	}
 }
 
-// OfferOutcomeUnknown wraps the error of an offer that was sent but whose
-// outcome did not come back (its context ended meanwhile, or the reply was
-// lost): the item may or may not have been stored, and the offer returns
-// the item's ID with the error.
-type OfferOutcomeUnknown struct{ Err error }
-
-func (e *OfferOutcomeUnknown) Error() string {
-	return fmt.Sprintf("%v (the offer was sent: the item may have been stored)", e.Err)
-}
-
-func (e *OfferOutcomeUnknown) Unwrap() error { return e.Err }
-
 // Offer sends one item, alone or with others, and returns its status
-// (lua.Offer*). An error that is an *OfferOutcomeUnknown means the offer
+// (store.Offer*). An error that is an *OfferOutcomeUnknown means the offer
 // was sent and may have been stored; one wrapping ErrNotReplicated comes
 // with the status: the call ran on the master, and replicas did not
 // confirm it; any other error (ctx ended before it was sent) means it was
 // not.
-func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
+func (c *part) Offer(ctx context.Context, item store.OfferItem) (store.OfferStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -256,7 +243,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	cb.mu.Unlock()
 	select {
 	case r := <-req.done:
-		return r.status, c.full(r.status == lua.OfferFull, r.err)
+		return r.status, c.full(r.status == store.OfferFull, r.err)
 	case <-ctx.Done():
 	}
 	cb.mu.Lock()
@@ -268,7 +255,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 	cb.mu.Unlock()
 	select {
 	case r := <-req.done: // it finished meanwhile
-		return r.status, c.full(r.status == lua.OfferFull, r.err)
+		return r.status, c.full(r.status == store.OfferFull, r.err)
 	default:
 		return 0, &OfferOutcomeUnknown{Err: ctx.Err()}
 	}
@@ -277,7 +264,7 @@ func (c *Core) Offer(ctx context.Context, item store.OfferItem) (int64, error) {
 // sendOwn sends a caller's offer from its own goroutine (see combiner),
 // counted in cb.sending by the caller, and then hands the offers queued
 // meanwhile to a sender.
-func (c *Core) sendOwn(ctx context.Context, item store.OfferItem) (int64, error) {
+func (c *part) sendOwn(ctx context.Context, item store.OfferItem) (store.OfferStatus, error) {
 	lane, name, nonce := c.lanes.get()
 	statuses, err := c.offerCall(ctx, name, nonce, []store.OfferItem{item})
 	c.lanes.put(lane)
@@ -288,11 +275,11 @@ func (c *Core) sendOwn(ctx context.Context, item store.OfferItem) (int64, error)
 		c.wake()
 	}
 	cb.mu.Unlock()
-	var st int64
+	var st store.OfferStatus
 	if statuses != nil {
 		st = statuses[0]
 	}
-	return st, c.full(st == lua.OfferFull, err)
+	return st, c.full(st == store.OfferFull, err)
 }
 
 // offerCall runs one offer script call of items. With statuses, err is nil
@@ -300,7 +287,7 @@ func (c *Core) sendOwn(ctx context.Context, item store.OfferItem) (int64, error)
 // *OfferOutcomeUnknown: the call was sent and may have run (a reply lost,
 // a copy still in the network; a copy arriving after the lane's next call
 // is refused by the script).
-func (c *Core) offerCall(ctx context.Context, lane, nonce string, items []store.OfferItem) ([]int64, error) {
+func (c *part) offerCall(ctx context.Context, lane, nonce string, items []store.OfferItem) ([]store.OfferStatus, error) {
 	statuses, err := c.Store.Offer(ctx, lane, nonce, c.Cfg.MaxSize, items)
 	if err != nil && statuses == nil {
 		err = OfferError(err)
@@ -308,31 +295,9 @@ func (c *Core) offerCall(ctx context.Context, lane, nonce string, items []store.
 	return statuses, err
 }
 
-// OfferError is the error of an offer call that was sent and failed
-// without a result: an error wrapping ErrOutOfMemory when Redis refused it
-// for want of memory (the script wrote nothing: not stored), else an
-// *OfferOutcomeUnknown (it may have run).
-func OfferError(err error) error {
-	if store.OutOfMemory(err) {
-		return NotStored(err)
-	}
-	return &OfferOutcomeUnknown{Err: err}
-}
-
-// NotStored is the error of an offer that failed with err before or in
-// its call: when Redis refused the call, or the queue's check before it,
-// for want of memory (store.OutOfMemory), an error that wraps
-// ErrOutOfMemory and says nothing was stored; else err.
-func NotStored(err error) error {
-	if !store.OutOfMemory(err) {
-		return err
-	}
-	return fmt.Errorf("%w, nothing was stored: %w", ErrOutOfMemory, err)
-}
-
 // send sends queued offers until none is left and none comes for
 // senderLinger, or the core is closed.
-func (c *Core) send() {
+func (c *part) send() {
 	lane, name, _ := c.lanes.get()
 	defer c.lanes.put(lane)
 	cb := &c.comb
@@ -411,13 +376,13 @@ func (c *Core) send() {
 // (OfferBatch): Call returns a fresh nonce for each call; Release returns
 // the lane.
 type OfferLane struct {
-	c    *Core
+	c    *part
 	lane int
 	Name string
 }
 
 // Lane takes a lane for calls of the caller's own (OfferBatch, Upsert).
-func (c *Core) Lane() *OfferLane {
+func (c *part) Lane() *OfferLane {
 	lane, name, _ := c.lanes.get()
 	return &OfferLane{c: c, lane: lane, Name: name}
 }
@@ -435,15 +400,15 @@ func (l *OfferLane) Release() {
 // Upsert sends one offer under a duplicate mode (store.Upsert) in a call
 // of its own: such offers are not combined, so that two of the same ID
 // meet in Redis one after the other. Errors are as Offer's.
-func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us int64) (int64, error) {
+func (c *part) Upsert(ctx context.Context, item store.OfferItem, dup byte, us int64) (store.OfferStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	l := c.Lane()
 	nonce := l.Nonce()
-	st, err := Call(ctx, c, func(ctx context.Context) (int64, error) {
+	st, err := Call(ctx, c, func(ctx context.Context) (store.OfferStatus, error) {
 		return c.Store.Upsert(ctx, l.Name, nonce, item, dup, us, c.Cfg.MaxSize)
-	}, func(int64, error) { l.Release() })
+	}, func(store.OfferStatus, error) { l.Release() })
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// Given up on while on its way: the call goes on, and its late
 		// handler releases the lane.
@@ -456,11 +421,11 @@ func (c *Core) Upsert(ctx context.Context, item store.OfferItem, dup byte, us in
 	if err != nil {
 		return 0, OfferError(err) // sent: it may have run, unless refused for memory
 	}
-	return st, c.full(st == lua.UpsertFull, nil)
+	return st, c.full(st == store.UpsertFull, nil)
 }
 
 // full returns err, or the ErrQueueFull of an offer refused by the bound.
-func (c *Core) full(refused bool, err error) error {
+func (c *part) full(refused bool, err error) error {
 	if refused && err == nil {
 		return c.ErrFull()
 	}
@@ -468,7 +433,7 @@ func (c *Core) full(refused bool, err error) error {
 }
 
 // ErrFull is the error of an offer the queue's bound refused.
-func (c *Core) ErrFull() error {
+func (c *part) ErrFull() error {
 	if c.Partitions() > 1 {
 		return fmt.Errorf("%w: the item's partition holds %d items pending and ready, its share of WithMaxSize(%d) over %d partitions; nothing was stored", ErrQueueFull, c.Cfg.MaxSize, c.bound, c.Partitions())
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // testCore opens the core of a new queue on rdb, closed when the test ends.
-func testCore(t *testing.T, rdb redis.UniversalClient) *Core {
+func testCore(t *testing.T, rdb redis.UniversalClient) *part {
 	t.Helper()
 	c := New(rdb, redistest.QueueName(t), Config{Codec: codec.Msgpack()}, nil)
 	if err := c.Err(); err != nil {
@@ -27,7 +27,7 @@ func testCore(t *testing.T, rdb redis.UniversalClient) *Core {
 }
 
 // hourItem returns an item due in an hour, under id.
-func hourItem(t *testing.T, c *Core, id string) store.OfferItem {
+func hourItem(t *testing.T, c *part, id string) store.OfferItem {
 	t.Helper()
 	env, err := c.Encode(id, id, nil, nil, 0, 0)
 	if err != nil {
@@ -38,14 +38,14 @@ func hourItem(t *testing.T, c *Core, id string) store.OfferItem {
 
 // senders returns how many senders run, a caller sending its own offer
 // included.
-func senders(c *Core) int {
+func senders(c *part) int {
 	c.comb.mu.Lock()
 	defer c.comb.mu.Unlock()
 	return c.comb.sending
 }
 
 // pending returns how many items the queue's delayed set holds.
-func pending(t *testing.T, rdb redis.UniversalClient, c *Core) int64 {
+func pending(t *testing.T, rdb redis.UniversalClient, c *part) int64 {
 	t.Helper()
 	n, err := rdb.ZCard(context.Background(), c.Keys.Delayed).Result()
 	if err != nil {
@@ -85,7 +85,7 @@ func TestLoneOfferSentByCaller(t *testing.T) {
 // ownOffer starts, through a proxy, an offer that its caller sends itself
 // and whose reply the proxy holds. It returns once the server has stored
 // the item; the offer's outcome comes on the channel.
-func ownOffer(t *testing.T, p *redistest.Proxy, direct redis.UniversalClient, c *Core) (release func(), out <-chan error) {
+func ownOffer(t *testing.T, p *redistest.Proxy, direct redis.UniversalClient, c *part) (release func(), out <-chan error) {
 	t.Helper()
 	// The script loaded and the queue's layout read beforehand, so that
 	// the held reply is the offer's.

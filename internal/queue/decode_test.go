@@ -43,7 +43,7 @@ func TestDecodeValueRecoversCodecPanic(t *testing.T) {
 		{"panic with an error", panicking{codec.JSON(), io.ErrUnexpectedEOF}, []string{"panicky", "panic", "unexpected EOF"}, io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Core{Cfg: Config{Codec: tc.codec, MaxEnvelopeVersion: envelope.Version}}
+			c := &part{Cfg: Config{Codec: tc.codec, MaxEnvelopeVersion: envelope.Version}}
 			e := envelope.Envelope{ID: "poison", Payload: mp}
 			raw := e.Marshal()
 			var err error
@@ -75,7 +75,7 @@ func TestDecodeValueRecoversCodecPanic(t *testing.T) {
 
 // An ordinary decode error comes back as it did, wrapped.
 func TestDecodeValueKeepsCodecErrors(t *testing.T) {
-	c := &Core{Cfg: Config{Codec: codec.Raw(), MaxEnvelopeVersion: envelope.Version}}
+	c := &part{Cfg: Config{Codec: codec.Raw(), MaxEnvelopeVersion: envelope.Version}}
 	e := envelope.Envelope{ID: "x", Payload: []byte("1")}
 	raw := e.Marshal()
 	if _, _, err := DecodeValue[int](c, raw); !errors.Is(err, codec.ErrUnsupportedType) {

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,7 @@ import (
 
 // layout checks, once per process, that the number of partitions this
 // process opened the queue with is the one recorded in Redis (and records
-// it when none is). It is shared by the cores of every partition of one
+// it when none is). It is shared by the parts of every partition of one
 // queue and of their dead letters.
 type layout struct {
 	n    int
@@ -60,23 +59,9 @@ func (l *layout) settle(got int) error {
 	return l.err
 }
 
-// LayoutError: a process opened a queue with another number of partitions
-// than the one recorded in Redis. It wraps ErrInvalidQueue.
-type LayoutError struct {
-	Queue            string
-	Recorded, Opened int
-}
-
-func (e *LayoutError) Error() string {
-	return fmt.Sprintf("%v: queue %s has %d partitions in Redis, this process opened it with %d (blocking.WithPartitions)",
-		ErrInvalidQueue, e.Queue, e.Recorded, e.Opened)
-}
-
-func (e *LayoutError) Unwrap() error { return ErrInvalidQueue }
-
 // Stats reads the queue's stats in one round trip, the check of its
 // number of partitions included when it is due.
-func (c *Core) Stats(ctx context.Context) (store.Stats, error) {
+func (c *part) Stats(ctx context.Context) (store.Stats, error) {
 	if c.layout == nil || c.layout.done.Load() {
 		return Call(ctx, c, c.Store.Stats, nil)
 	}
@@ -112,32 +97,32 @@ func (l *layout) failed() error {
 
 // CheckLayout makes sure this process agrees with Redis on the queue's
 // number of partitions: one round trip on the first call, none after.
-func (c *Core) CheckLayout(ctx context.Context) error { return c.layout.check(ctx, &c.bg) }
+func (c *part) CheckLayout(ctx context.Context) error { return c.layout.check(ctx, &c.bg) }
 
 // LayoutKnown tells c that its caller has just read the queue's number of
 // partitions from Redis and opened it with that number (the inspector):
 // the check is skipped.
-func (c *Core) LayoutKnown() {
+func (c *part) LayoutKnown() {
 	if c.layout != nil {
 		c.layout.done.Store(true)
 	}
 }
 
 // Partitions is the number of partitions the queue was opened with.
-func (c *Core) Partitions() int {
+func (c *part) Partitions() int {
 	if c.layout == nil {
 		return 1
 	}
 	return c.layout.n
 }
 
-// Partition returns the core of partition i (1..Partitions()-1) of the
+// Partition returns the part of partition i (1..Partitions()-1) of the
 // queue whose partition 0 is c: the same settings over the keys of
 // partition i. Partitions other than 0 do not announce the queue, and
 // report no gauges of their own (partition 0 reports the queue's, see
 // SetGauges).
-func (c *Core) Partition(i int) *Core {
-	p := &Core{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
+func (c *part) Partition(i int) *part {
+	p := &part{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
 	if c.err == nil {
 		p.Store = c.Store.Client().Queue(p.Keys)
 		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
@@ -149,7 +134,7 @@ func (c *Core) Partition(i int) *Core {
 // SetGauges replaces what the gauges of c read (before the first
 // consuming call): partition 0 of a partitioned queue reports the whole
 // queue.
-func (c *Core) SetGauges(f func(context.Context) (telemetry.Reading, error)) {
+func (c *part) SetGauges(f func(context.Context) (telemetry.Reading, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gauges = f
@@ -161,16 +146,4 @@ func checkPartitions(n int) error {
 		return fmt.Errorf("WithPartitions(%d): must be 1..%d", n, keys.MaxPartitions)
 	}
 	return nil
-}
-
-// EachPart runs f on every partition at once (a Cluster serves them on
-// several masters) and returns their errors joined.
-func EachPart[P any](parts []P, f func(i int, p P) error) error {
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		wg.Go(func() { errs[i] = f(i, p) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

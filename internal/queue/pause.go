@@ -2,17 +2,13 @@ package queue
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redelay/redelay/internal/transfer"
 )
 
-// ErrNotFound is returned for an item (or queue) that is not there.
-var ErrNotFound = errors.New("redelay: not found")
-
 // pause returns this process's view of the queue's pause flag: nil until
 // StartBackground registered the queue's transfer.
-func (c *Core) pause() *transfer.Pause {
+func (c *part) pause() *transfer.Pause {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reg == nil {
@@ -25,7 +21,7 @@ func (c *Core) pause() *transfer.Pause {
 // call reads the flag from Redis; later ones use what the queue's transfer
 // learns (at once from the pause and resume notifications, and from every
 // transfer run).
-func (c *Core) Paused(ctx context.Context) (bool, error) {
+func (c *part) Paused(ctx context.Context) (bool, error) {
 	p := c.pause()
 	if p == nil {
 		return false, nil
@@ -43,7 +39,7 @@ func (c *Core) Paused(ctx context.Context) (bool, error) {
 }
 
 // SawPaused records that a script found the queue paused.
-func (c *Core) SawPaused() {
+func (c *part) SawPaused() {
 	if p := c.pause(); p != nil {
 		p.Set(true)
 	}
@@ -52,7 +48,7 @@ func (c *Core) SawPaused() {
 // AwaitRunning returns at once while the queue is not paused; while it is,
 // it waits until it is resumed, ctx ends (ctx.Err()) or the queue closes
 // (ErrClosed).
-func (c *Core) AwaitRunning(ctx context.Context) error {
+func (c *part) AwaitRunning(ctx context.Context) error {
 	paused, err := c.Paused(ctx)
 	if err != nil || !paused {
 		return err
@@ -79,7 +75,7 @@ func (c *Core) AwaitRunning(ctx context.Context) error {
 }
 
 // SetPaused pauses or resumes the queue for every process.
-func (c *Core) SetPaused(ctx context.Context, paused bool) error {
+func (c *part) SetPaused(ctx context.Context, paused bool) error {
 	if err := c.Err(); err != nil {
 		return err
 	}

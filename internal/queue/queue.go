@@ -1,691 +1,236 @@
-// Package queue is the untyped core shared by the blocking and delayed
-// packages: the settings, the codec, the envelope encoding, the telemetry
-// and the lifecycle of one queue (what it started in this process, and how
-// Close stops it). Every Redis call goes through internal/store.
+// Package queue is THE queue, untyped: one Queue over n >= 1 partitions
+// (parts), each an ordinary set of keys with its own transfer and
+// reclaimer. A queue opened without partitions is a queue of one part:
+// there is one code path. The typed packages (blocking, delayed) and the
+// inspector are faces over it: they encode and decode values, hold
+// options and docs, and call the methods here. Every Redis call goes
+// through internal/store.
 package queue
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
-	"reflect"
-	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redelay/redelay/codec"
-	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/keys"
-	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
-// Sentinel errors, re-exported by the public packages.
-var (
-	ErrInvalidQueue    = errors.New("redelay: invalid queue")
-	ErrInvalidArgument = errors.New("redelay: invalid argument")
-	ErrClosed          = errors.New("redelay: queue closed")
-	ErrPayloadTooLarge = errors.New("redelay: payload too large")
-	ErrQueueFull       = errors.New("redelay: queue full")
-	ErrNotReplicated   = store.ErrNotReplicated
-	ErrCorrupt         = errors.New("redelay: corrupt data")
-	ErrDecode          = errors.New("redelay: undecodable value")
-	ErrLeaseLost       = errors.New("redelay: lease lost")
-	ErrDuplicate       = errors.New("redelay: duplicate id")
-	ErrOutOfMemory     = errors.New("redelay: Redis out of memory")
-)
+// Queue is one queue: its parts, and what waits on all of them at once.
+type Queue struct {
+	parts  []*part       // parts[0] is partition 0: it announces the queue and reports its gauges
+	fan    *fanIn        // nil with one part: a wait blocks on the part itself
+	rotate atomic.Uint32 // where the next probe of the parts starts
 
-// ErrorType is the error.type the telemetry gives an error of a queue
-// operation that wraps one of the sentinels ("" for any other): a short
-// name for each, documented in package tracing.
-func ErrorType(err error) string {
-	for _, e := range []struct {
-		err  error
-		name string
-	}{
-		{ErrLeaseLost, "lease_lost"}, {ErrDuplicate, "duplicate"}, {ErrQueueFull, "queue_full"},
-		{ErrNotReplicated, "not_replicated"}, {ErrClosed, "closed"}, {ErrPayloadTooLarge, "payload_too_large"},
-		{ErrInvalidArgument, "invalid_argument"}, {ErrInvalidQueue, "invalid_queue"},
-		{ErrCorrupt, "corrupt"}, {ErrDecode, "decode"}, {ErrNotFound, "not_found"}, {ErrOutOfMemory, "out_of_memory"},
-	} {
-		if errors.Is(err, e.err) {
-			return e.name
-		}
-	}
-	return ""
+	deadMu sync.Mutex
+	dead   *Queue // created by the first DeadLetters call
 }
 
-// Corrupt returns err marked with ErrCorrupt (see Mark) when it says
-// that stored data cannot be read: an error of package envelope, or a
-// script's ENVELOPE reply (update.lua). Other errors, and nil, are
-// returned as they are.
-func Corrupt(err error) error {
-	switch {
-	case err == nil || errors.Is(err, ErrCorrupt):
-		return err
-	case errors.Is(err, envelope.ErrCorrupt), errors.Is(err, envelope.ErrNotEnvelope),
-		errors.Is(err, envelope.ErrUnknownVersion), redis.HasErrorPrefix(err, "ENVELOPE"):
-		return Mark(ErrCorrupt, err)
+// Of returns the untyped queue of a *blocking.Queue[T] (nil for anything
+// else). Package blocking sets it when it is initialised, and nothing
+// writes it afterwards: it is how package delayed reaches the queue it
+// feeds without blocking exporting its machinery.
+var Of func(q any) *Queue //nolint:gochecknoglobals // set once, by blocking's init
+
+// Open validates its arguments and returns the queue; a problem is kept
+// and returned by every call (see Err), so constructors never fail. Open
+// makes no network call and starts nothing.
+func Open(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Queue {
+	c := New(rdb, name, cfg, optErr)
+	parts := []*part{c}
+	if c.Err() == nil {
+		for i := 1; i < c.Partitions(); i++ {
+			parts = append(parts, c.Partition(i))
+		}
+	}
+	return assemble(parts)
+}
+
+// assemble makes the queue of these parts: partition 0's gauges report
+// the whole queue.
+func assemble(parts []*part) *Queue {
+	q := &Queue{parts: parts}
+	if len(parts) > 1 {
+		q.fan = newFanIn(parts)
+		parts[0].SetGauges(q.reading)
+		if parts[0].Err() != nil {
+			q.fan.cancel()
+		}
+	}
+	return q
+}
+
+// Invalid returns a queue whose every call fails with ErrInvalidQueue and
+// why.
+func Invalid(why error) *Queue { return &Queue{parts: []*part{invalidPart(why)}} }
+
+// Name is the queue's name.
+func (q *Queue) Name() string { return q.parts[0].Name() }
+
+// Config is the queue's settings, defaults filled in.
+func (q *Queue) Config() Config { return q.parts[0].Cfg }
+
+// Telemetry records the queue's spans and metrics.
+func (q *Queue) Telemetry() *telemetry.Queue { return q.parts[0].Tel }
+
+// Partitions is the number of partitions the queue was opened with.
+func (q *Queue) Partitions() int { return len(q.parts) }
+
+// Err is the construction error, or ErrClosed after Close.
+func (q *Queue) Err() error { return q.parts[0].Err() }
+
+// Closing is closed when the queue is closed.
+func (q *Queue) Closing() <-chan struct{} { return q.parts[0].Closing() }
+
+// route returns the part that holds the item with this ID.
+func (q *Queue) route(id string) *part {
+	if len(q.parts) == 1 {
+		return q.parts[0]
+	}
+	return q.parts[keys.PartitionOf(id, len(q.parts))]
+}
+
+// each runs f on every part, all at once (a Cluster serves them on
+// several masters), and returns their errors joined; with one part it
+// runs f on the caller's goroutine.
+func (q *Queue) each(f func(i int, p *part) error) error {
+	if len(q.parts) == 1 {
+		return f(0, q.parts[0])
+	}
+	errs := make([]error, len(q.parts))
+	var wg sync.WaitGroup
+	for i, p := range q.parts {
+		wg.Go(func() { errs[i] = f(i, p) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// firstPart returns where a probe of the parts starts: the next part on
+// each call, so that none is always probed last.
+func (q *Queue) firstPart() int {
+	if len(q.parts) == 1 {
+		return 0
+	}
+	return int(q.rotate.Add(1) % uint32(len(q.parts)))
+}
+
+// Start makes sure this process works for the queue while it is open (see
+// part.StartBackground): every consuming call starts with it.
+func (q *Queue) Start(ctx context.Context) error {
+	for _, p := range q.parts {
+		if err := p.StartBackground(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLayout makes sure this process agrees with Redis on the queue's
+// number of partitions (one round trip on the first call, none after).
+func (q *Queue) checkLayout(ctx context.Context) error { return q.parts[0].CheckLayout(ctx) }
+
+// LayoutKnown tells the queue that its caller has just read its number of
+// partitions from Redis and opened it with that number (the inspector):
+// the check is skipped.
+func (q *Queue) LayoutKnown() { q.parts[0].LayoutKnown() }
+
+// Register adds transfer registrations of every part, owned by the caller
+// (delayed.Queue holds its own, released by its Close).
+func (q *Queue) Register() (func(), error) {
+	var regs []interface{ Close() }
+	closeAll := func() {
+		for _, r := range regs {
+			r.Close()
+		}
+	}
+	for _, p := range q.parts {
+		r, err := p.Register()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		regs = append(regs, r)
+	}
+	return closeAll, nil
+}
+
+// Eviction returns the maxmemory-policy of the client's server, "" while
+// unknown (see part.Eviction).
+func (q *Queue) Eviction(ctx context.Context) string { return q.parts[0].Eviction(ctx) }
+
+// DeadLetters returns the queue of items that failed for good: a queue
+// like any other, over each part's dead-letter keys, that expires nothing.
+// It is closed with q.
+func (q *Queue) DeadLetters() *Queue {
+	q.deadMu.Lock()
+	defer q.deadMu.Unlock()
+	if q.dead == nil {
+		parts := make([]*part, len(q.parts))
+		for i, p := range q.parts {
+			parts[i] = p.Child("dead")
+			if p.Err() != nil { // already closed: so is a queue opened from it
+				_ = parts[i].Close()
+			}
+		}
+		q.dead = assemble(parts)
+	}
+	return q.dead
+}
+
+// Close stops the background work of every part at once (each waits up to
+// about a second for its calls in flight), then the fan-in's waiters, then
+// the dead letters if they were opened. Idempotent.
+func (q *Queue) Close() error {
+	if q.fan != nil {
+		q.fan.cancel()
+	}
+	err := q.each(func(_ int, p *part) error { return p.Close() })
+	if q.fan != nil {
+		q.fan.wg.Wait()
+	}
+	q.deadMu.Lock()
+	dead := q.dead
+	q.deadMu.Unlock()
+	if dead != nil {
+		_ = dead.Close()
 	}
 	return err
 }
 
-// Mark returns err, matched by errors.Is with sentinel too; its text is
-// err's. The reason a consumer stores in a failed item's error header is
-// this text, so marking an error does not change what is stored.
-func Mark(sentinel, err error) error {
-	return &marked{sentinel, err}
-}
-
-type marked struct{ sentinel, err error }
-
-func (e *marked) Error() string   { return e.err.Error() }
-func (e *marked) Unwrap() []error { return []error{e.sentinel, e.err} }
-
-// DefaultMaxPayload bounds an encoded value unless configured otherwise.
-const DefaultMaxPayload = 1 << 20
-
-// MaxDue is the latest due time a queue can hold: due times are sorted-set
-// scores in Unix microseconds, exact in a double up to 2^53 (June 2255).
-var MaxDue = time.UnixMicro(1 << 53) //nolint:gochecknoglobals // a constant of type time.Time
-
-// closeWait bounds how long Close waits for calls it interrupted to finish
-// in the background (a blocking wait ends within one block), so that what
-// they took goes back while the client is still open.
-const closeWait = time.Second
-
-// Config is the settings of one queue.
-type Config struct {
-	Codec      codec.Codec
-	Logger     *slog.Logger
-	MaxPayload int // 0: DefaultMaxPayload; -1: no limit
-	BatchSize  int
-	Sweep      time.Duration
-	// Visibility is how long a received item stays leased to its receiver.
-	Visibility time.Duration
-	// MaxAttempts is how many deliveries an item gets before it is
-	// dead-lettered; MaxAttemptsSet says the user chose it, and then it is
-	// recorded in Redis for every process when this one starts consuming.
-	MaxAttempts    int
-	MaxAttemptsSet bool
-	// Telemetry selects the OpenTelemetry providers (nil: the globals).
-	Telemetry telemetry.Config
-	// MaxSize bounds the items pending plus ready (0: no bound); offers
-	// past it are refused with ErrQueueFull.
-	MaxSize int64
-	// Partitions is the number of partitions (0 or 1: one, the layout of
-	// a queue without partitions).
-	Partitions int
-	// MaxEnvelopeVersion makes the queue read envelopes as a reader of
-	// that version would (tests of rolling upgrades); 0: envelope.Version.
-	MaxEnvelopeVersion int
-	// ReplicaAck is how many replicas must confirm each offer, ack and
-	// nack (WAIT), within ReplicaAckTimeout; 0: none are waited for.
-	ReplicaAck        int
-	ReplicaAckTimeout time.Duration
-	// ReplicaAckSet says WithReplicaAck was given (its arguments are
-	// checked against the client at New).
-	ReplicaAckSet bool
-}
-
-// Defaults for at-least-once delivery.
-const (
-	DefaultVisibility  = 30 * time.Second
-	DefaultMaxAttempts = store.DefaultMaxAttempts
-)
-
-// Core is one queue's shared machinery.
-type Core struct {
-	Store *store.Queue // nil when err is set
-	Keys  keys.Queue
-	Cfg   Config
-	Tel   *telemetry.Queue // spans and metrics of this queue
-	srv   *transfer.Server // what is known of the client's server
-	err   error
-	child bool // a queue of another's keys (the dead letters)
-
-	lanes  lanes
-	comb   combiner
-	layout *layout // shared by the partitions of one queue; nil when err is set
-	// bound is the queue's WithMaxSize; Cfg.MaxSize is this partition's
-	// share of it (all of it without partitions).
-	bound int64
-
-	closing chan struct{} // closed by Close: blocked calls return ErrClosed
-	bg      store.Calls   // calls given up on, finishing in the background
-
-	mu         sync.Mutex
-	closed     bool
-	reg        *transfer.Registration // started by StartBackground
-	stopGauge  func()
-	maxWritten bool                                             // MaxAttempts recorded in Redis
-	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats
-}
-
-// New validates its arguments; a problem is kept and returned by every call
-// (see Err), so constructors never fail. New makes no network call and
-// starts nothing.
-func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *Core {
-	c := &Core{Cfg: cfg, closing: make(chan struct{})}
-	if cfg.Logger == nil {
-		c.Cfg.Logger = slog.Default()
+// count adds up a count read from every part; op names the call in its
+// error ("" leaves the error as it is).
+func (q *Queue) count(ctx context.Context, op string, f func(ctx context.Context, p *part) (int64, error)) (int64, error) {
+	if err := q.Err(); err != nil {
+		return 0, err
 	}
-	if cfg.MaxPayload == 0 {
-		c.Cfg.MaxPayload = DefaultMaxPayload
-	}
-	if cfg.Visibility == 0 {
-		c.Cfg.Visibility = DefaultVisibility
-	}
-	if cfg.MaxAttempts == 0 {
-		c.Cfg.MaxAttempts = DefaultMaxAttempts
-	}
-	if cfg.MaxEnvelopeVersion == 0 {
-		c.Cfg.MaxEnvelopeVersion = envelope.Version
-	}
-	k, err := keys.New(name)
-	c.Keys = k
-	cerr := CheckClient(rdb)
-	switch {
-	case cerr != nil:
-		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, cerr)
-	case err != nil:
-		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, err)
-	case optErr != nil:
-		c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, optErr)
-	case cfg.Codec == nil:
-		c.err = fmt.Errorf("%w: nil codec", ErrInvalidQueue)
-	case cfg.Partitions != 0:
-		if perr := checkPartitions(cfg.Partitions); perr != nil {
-			c.err = fmt.Errorf("%w: %w", ErrInvalidQueue, perr)
-		} else if cfg.MaxSize > 0 && cfg.MaxSize < int64(cfg.Partitions) {
-			c.err = fmt.Errorf("%w: WithMaxSize(%d) with WithPartitions(%d): the bound must be at least the number of partitions", ErrInvalidQueue, cfg.MaxSize, cfg.Partitions)
-		}
-	}
-	// A partitioned queue bounds each partition at its share, rounded
-	// down, so that the queue never holds more than its bound (one script
-	// cannot count every partition: they are on other slots).
-	c.bound = cfg.MaxSize
-	if cfg.Partitions > 1 {
-		c.Cfg.MaxSize = cfg.MaxSize / int64(cfg.Partitions)
-	}
-	if c.err == nil {
-		sc := store.New(rdb)
-		if cfg.ReplicaAckSet {
-			if err := sc.CheckReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout); err != nil {
-				c.err = fmt.Errorf("%w: WithReplicaAck(%d, %v): %w", ErrInvalidQueue, cfg.ReplicaAck, cfg.ReplicaAckTimeout, err)
-				return c
-			}
-		}
-		c.Store = sc.Queue(k)
-		c.Store.SetReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout)
-		c.Cfg.Telemetry.ServerAddress, c.Cfg.Telemetry.ServerPort = telemetry.ServerOf(rdb)
-		c.Cfg.Telemetry.ErrorType = ErrorType
-		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
-		c.srv = transfer.ServerOf(rdb)
-		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
-	}
-	return c
-}
-
-// CheckClient says why rdb cannot hold a queue: nil (also a nil pointer
-// of a client type, which would panic on first use), or a *redis.Ring,
-// which moves keys to another shard when one is unreachable and would
-// split a queue's items, leases and retries between shards.
-func CheckClient(rdb redis.UniversalClient) error {
-	if rdb == nil {
-		return errors.New("nil Redis client")
-	}
-	if v := reflect.ValueOf(rdb); v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("nil %T", rdb)
-	}
-	if _, ok := rdb.(*redis.Ring); ok {
-		return errors.New("a *redis.Ring is not supported: it moves keys to another shard when one is unreachable, which would split a queue's items, leases and retries between shards; use a *redis.ClusterClient")
-	}
-	return nil
-}
-
-// Invalid returns a core whose every call fails with ErrInvalidQueue and why.
-func Invalid(why error) *Core {
-	return &Core{err: fmt.Errorf("%w: %w", ErrInvalidQueue, why), Cfg: Config{Logger: slog.Default()}, closing: make(chan struct{})}
-}
-
-// Child returns the core of a queue sharing c's hash tag and settings: the
-// dead letters, which expire nothing (see Deadlines).
-func (c *Core) Child(sub string) *Core {
-	cc := &Core{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
-	if c.err == nil {
-		cc.Store = c.Store.Client().Queue(cc.Keys)
-		cc.Store.SetDeadLetters()
-		cc.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
-		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
-	}
-	return cc
-}
-
-// Name is the queue's name.
-func (c *Core) Name() string { return c.Keys.Name }
-
-// Deadlines reports whether the queue expires items past their deadline
-// (WithTTL): every queue but a dead-letter queue, whose items have none
-// (an item's deadline ends when it is dead-lettered; one dead-lettered by
-// a release that kept it is not expired either).
-func (c *Core) Deadlines() bool { return !c.child }
-
-// Err is the construction error, or ErrClosed after Close.
-func (c *Core) Err() error {
-	if c.err != nil {
-		return c.err
-	}
-	if err := c.layout.failed(); err != nil {
-		return err
-	}
-	select {
-	case <-c.closing:
-		return ErrClosed
-	default:
-		return nil
-	}
-}
-
-// Closing is closed when the queue is closed.
-func (c *Core) Closing() <-chan struct{} { return c.closing }
-
-// Call runs a short store call: the caller stops waiting when ctx ends (the
-// call finishes in the background, then late, if not nil, gets its result).
-func Call[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
-	if err := c.layout.check(ctx, &c.bg); err != nil {
-		var zero R
-		return zero, err
-	}
-	return store.Await(ctx, nil, &c.bg, f, late)
-}
-
-// Wait runs a call that may block: the caller stops waiting when ctx ends
-// or the queue closes (then the error wraps ErrClosed).
-func Wait[R any](ctx context.Context, c *Core, f func(context.Context) (R, error), late func(R, error)) (R, error) {
-	if err := c.layout.check(ctx, &c.bg); err != nil {
-		var zero R
-		return zero, err
-	}
-	v, err := store.Await(ctx, c.closing, &c.bg, f, late)
-	if errors.Is(err, store.ErrStopped) {
-		err = ErrClosed
-	}
-	return v, err
-}
-
-// Background runs f in a goroutine that Close waits for (briefly).
-func (c *Core) Background(f func()) { c.bg.Go(f) }
-
-// NewID returns a random 16-character ID (96 bits, URL-safe base64).
-func NewID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// NewToken returns a random 11-character token (64 bits): lease-token
-// prefixes and lane names.
-func NewToken() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// MaxIDLen bounds an ID the caller gives an item, in bytes.
-const MaxIDLen = 256
-
-// OfferID validates an offer's ID (given says the caller chose one) and
-// headers, and returns the ID to use: the caller's, or a new one.
-func OfferID(id string, given bool, headers map[string]string) (string, error) {
-	switch {
-	case given && id == "":
-		return "", fmt.Errorf("empty id: %w", ErrInvalidArgument)
-	case len(id) > MaxIDLen:
-		return "", fmt.Errorf("id of %d bytes, at most %d: %w", len(id), MaxIDLen, ErrInvalidArgument)
-	}
-	if err := CheckHeaders(headers); err != nil {
-		return "", err
-	}
-	if !given {
-		id = NewID()
-	}
-	return id, nil
-}
-
-// OfferResult is what an offer of id that ended with err returns: the ID
-// with a nil error; the ID with an error whose outcome is unknown (sent,
-// maybe stored) or that says the item was stored but replicas did not
-// confirm it (ErrNotReplicated); no ID with any other error (not stored).
-func OfferResult(id string, err error) (string, error) {
-	var unknown *OfferOutcomeUnknown
-	if err == nil || errors.As(err, &unknown) || errors.Is(err, ErrNotReplicated) {
-		return id, err
-	}
-	return "", err
-}
-
-// ReservedPrefix starts the header names redelay writes itself.
-const ReservedPrefix = "redelay-"
-
-// Limits on producer headers.
-const (
-	MaxHeaders   = 64
-	MaxHeaderKey = 256
-)
-
-// CheckHeaders validates producer headers: at most MaxHeaders, keys not
-// empty, at most MaxHeaderKey bytes, and not starting with ReservedPrefix.
-func CheckHeaders(h map[string]string) error {
-	if len(h) > MaxHeaders {
-		return fmt.Errorf("%d headers, at most %d: %w", len(h), MaxHeaders, ErrInvalidArgument)
-	}
-	for k := range h {
-		switch {
-		case k == "":
-			return fmt.Errorf("empty header name: %w", ErrInvalidArgument)
-		case len(k) > MaxHeaderKey:
-			return fmt.Errorf("header name of %d bytes, at most %d: %w", len(k), MaxHeaderKey, ErrInvalidArgument)
-		case strings.HasPrefix(strings.ToLower(k), ReservedPrefix):
-			return fmt.Errorf("header %q: names starting with %q are reserved: %w", k, ReservedPrefix, ErrInvalidArgument)
-		}
-	}
-	return nil
-}
-
-// Encode marshals v and wraps it in an envelope with headers (the
-// producer's, then the trace context), a priority (0..
-// envelope.MaxPriority) and a TTL (0: none), both checked by the caller;
-// the times (and the deadline) are left for the script to fill in from the
-// server clock. The payload plus the headers must fit the queue's max
-// payload size.
-func (c *Core) Encode(id string, v any, user, trace map[string]string, priority int, ttl time.Duration) ([]byte, error) {
-	payload, err := c.Cfg.Codec.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode with %s codec: %w", c.Cfg.Codec.Name(), err)
-	}
-	headers := user
-	if len(trace) > 0 {
-		if len(user) == 0 {
-			headers = trace
-		} else {
-			headers = make(map[string]string, len(user)+len(trace))
-			for k, v := range user {
-				headers[k] = v
-			}
-			for k, v := range trace {
-				headers[k] = v
-			}
-		}
-	}
-	size := len(payload)
-	for k, v := range user {
-		size += len(k) + len(v)
-	}
-	if c.Cfg.MaxPayload > 0 && size > c.Cfg.MaxPayload {
-		return nil, fmt.Errorf("%w: %d bytes encoded, limit %d (blocking.WithMaxPayloadSize)", ErrPayloadTooLarge, size, c.Cfg.MaxPayload)
-	}
-	e := envelope.Envelope{ID: id, Headers: headers, Payload: payload}
-	e.SetPriority(priority)
-	e.SetTTL(ttl)
-	return e.Marshal(), nil
-}
-
-// Decode unmarshals an envelope, as a reader of Cfg.MaxEnvelopeVersion;
-// bytes it cannot read return an error marked with ErrCorrupt.
-func (c *Core) Decode(raw []byte) (envelope.Envelope, error) {
-	e, err := envelope.UnmarshalUpTo(raw, c.Cfg.MaxEnvelopeVersion)
-	return e, Corrupt(err)
-}
-
-// DecodeValue decodes an envelope and its value into a T: an error
-// wrapping ErrCorrupt when the envelope cannot be read, ErrDecode (see
-// DecodeError) when its value cannot.
-func DecodeValue[T any](c *Core, raw []byte) (T, envelope.Envelope, error) {
-	var v T
-	e, err := c.Decode(raw)
-	if err != nil {
-		return v, e, err
-	}
-	if err := Unmarshal(c.Cfg.Codec, e.Payload, &v); err != nil {
-		return v, e, DecodeError(c.Cfg.Codec, e.ID, err)
-	}
-	return v, e, nil
-}
-
-// DecodeError is the error of a codec that could not decode the value of
-// item id: it wraps the codec's error and is marked with ErrDecode.
-func DecodeError(c codec.Codec, id string, err error) error {
-	return Mark(ErrDecode, fmt.Errorf("item %s: decode with %s codec: %w", id, c.Name(), err))
-}
-
-// Unmarshal decodes stored data with c, as c.Unmarshal does, except that a
-// codec that panics on the data returns an error naming the codec and the
-// panic (wrapping the panic's value when it is an error). msgpack panics on
-// ordinary input (a nil pointer field read into a struct field), and a
-// panic there would crash the consumer, again for each consumer the item
-// comes back to; the error makes the item take the path of any payload its
-// codec refuses: retried, then dead-lettered with the reason. Every decode
-// of stored data goes through it.
-func Unmarshal(c codec.Codec, data []byte, v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if perr, ok := r.(error); ok {
-				err = fmt.Errorf("%s: panic: %w", c.Name(), perr)
-			} else {
-				err = fmt.Errorf("%s: panic: %v", c.Name(), r)
-			}
-		}
-	}()
-	return c.Unmarshal(data, v)
-}
-
-// StartBackground makes sure this process works for the queue while it is
-// open: transfers its due items and reclaims its expired leases, reports its
-// depth, and records its max attempts in Redis when the user chose one.
-// Called by every consuming call; only the first does anything (the
-// recording is tried again until it succeeds).
-func (c *Core) StartBackground(ctx context.Context) error {
-	if err := c.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	if c.reg == nil {
-		r, err := c.register()
-		if err != nil {
-			c.mu.Unlock()
+	wrap := func(err error) error {
+		if op == "" || err == nil {
 			return err
 		}
-		c.reg = r
-		switch {
-		case c.Keys.Part != 0: // partition 0 reports the whole queue
-			c.stopGauge = func() {}
-		case c.gauges != nil:
-			c.stopGauge = c.Tel.RegisterGauges(c.gauges)
-		default:
-			c.stopGauge = c.Tel.RegisterGauges(c.reading)
-		}
-		if c.Keys.Part == 0 {
-			stopDepth, stopEviction := c.stopGauge, c.Tel.RegisterEviction(c.srv.Known)
-			c.stopGauge = func() { stopDepth(); stopEviction() }
+		return fmt.Errorf("%s %s: %w", op, q.Name(), err)
+	}
+	if len(q.parts) > 1 {
+		if err := q.checkLayout(ctx); err != nil {
+			return 0, wrap(err)
 		}
 	}
-	record := c.Cfg.MaxAttemptsSet && !c.maxWritten
-	c.mu.Unlock()
-	if record {
-		c.recordMaxAttempts(ctx)
-	}
-	return nil
-}
-
-// reading is what the queue's gauges report: its Stats, one script call.
-func (c *Core) reading(ctx context.Context) (telemetry.Reading, error) {
-	st, err := c.Stats(ctx)
-	if err != nil {
-		return telemetry.Reading{}, err
-	}
-	return telemetry.Reading{
-		Delayed: st.Delayed, Retry: st.Retry, Ready: st.Ready, Inflight: st.Inflight, Dead: st.Dead,
-		Paused: st.Paused, Latency: st.Latency(),
-	}, nil
-}
-
-// recordMaxAttempts writes the queue's limit to Redis, where every process
-// reads it, and says so when it replaces another process's.
-func (c *Core) recordMaxAttempts(ctx context.Context) {
-	prev, err := Call(ctx, c, func(ctx context.Context) (int64, error) {
-		return c.Store.SetMaxAttempts(ctx, c.Cfg.MaxAttempts)
-	}, nil)
-	if err != nil {
-		return // tried again by the next call
-	}
-	c.mu.Lock()
-	c.maxWritten = true
-	c.mu.Unlock()
-	if prev != 0 && prev != int64(c.Cfg.MaxAttempts) {
-		c.Cfg.Logger.Warn("redelay: max attempts changed for every process of this queue",
-			"queue", c.Name(), "was", prev, "now", c.Cfg.MaxAttempts)
-	}
-}
-
-// checkServer has the eviction policy of the client's server read, and
-// warned of, in the background when a check is due (transfer.Server), so
-// that a process that only offers warns too. Offers call it: nothing but
-// an atomic load and a clock read when no check is due.
-func (c *Core) checkServer() {
-	if !c.srv.Claim() {
-		return
-	}
-	c.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), transfer.CheckTimeout)
-		defer cancel()
-		c.srv.Check(ctx, c.Store.Client(), c.Cfg.Logger)
+	counts := make([]int64, len(q.parts))
+	err := q.each(func(i int, p *part) (err error) {
+		counts[i], err = f(ctx, p)
+		return err
 	})
+	var total int64
+	for _, n := range counts {
+		total += n
+	}
+	return total, wrap(err)
 }
 
-// Eviction returns the maxmemory-policy of the client's server, "" while
-// unknown: read once per client (and again when the reading is older than
-// transfer.PolicyMaxAge) by the first caller that needs it, this one if
-// none did yet.
-func (c *Core) Eviction(ctx context.Context) string {
-	if c.Store == nil {
-		return ""
-	}
-	return c.srv.Eviction(ctx, c.Store.Client())
-}
-
-// Register adds a transfer registration owned by the caller (delayed.Queue
-// holds one of its own, released by its Close).
-func (c *Core) Register() (*transfer.Registration, error) {
-	if err := c.Err(); err != nil {
-		return nil, err
-	}
-	return c.register()
-}
-
-func (c *Core) register() (*transfer.Registration, error) {
-	r, err := transfer.Register(transfer.Target{
-		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
-		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
-		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)
-	}
-	return r, nil
-}
-
-// Close stops the background work this core started, makes blocked calls
-// return ErrClosed, and waits a little (closeWait at most, so that it
-// returns promptly while Redis is unreachable) for the calls it interrupted
-// to give back what they took. Idempotent.
-func (c *Core) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	c.closed = true
-	close(c.closing)
-	reg, stop := c.reg, c.stopGauge
-	c.reg, c.stopGauge = nil, nil
-	c.mu.Unlock()
-	c.comb.mu.Lock()
-	if c.comb.recheck != nil {
-		c.comb.recheck.Stop() // queued offers go with the calls in flight
-		c.comb.armed = false
-	}
-	c.comb.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	// The transfer waits for its own call in flight, for at most a second
-	// too: the two waits overlap, so Close takes about a second at most.
-	regClosed := make(chan struct{})
-	go func() {
-		if reg != nil {
-			reg.Close()
-		}
-		close(regClosed)
-	}()
-	defer func() { <-regClosed }()
-	if !c.bg.Wait(closeWait) {
-		c.Cfg.Logger.Warn("redelay: closed with Redis calls still in flight; they finish in the background", "queue", c.Name())
-	}
-	return nil
-}
-
-// CheckDue validates a due time.
-func CheckDue(due time.Time) error {
-	if due.IsZero() || due.Before(time.UnixMicro(1)) || due.After(MaxDue) {
-		return fmt.Errorf("due time %v out of range (1970 to %v): %w", due, MaxDue.UTC().Format(time.DateOnly), ErrInvalidArgument)
-	}
-	return nil
-}
-
-// CheckPriority validates an item's priority: 0..envelope.MaxPriority.
-func CheckPriority(p int) error {
-	if p < 0 || p > envelope.MaxPriority {
-		return fmt.Errorf("priority %d out of range 0..%d: %w", p, envelope.MaxPriority, ErrInvalidArgument)
-	}
-	return nil
-}
-
-// MaxTTL bounds an item's time to live (WithTTL).
-const MaxTTL = 10 * 365 * 24 * time.Hour
-
-// CheckTTL validates an item's time to live: 0 (none), or 1 ms to MaxTTL.
-func CheckTTL(d time.Duration) error {
-	if d != 0 && (d < time.Millisecond || d > MaxTTL) {
-		return fmt.Errorf("TTL %v out of range (1ms to 10 years): %w", d, ErrInvalidArgument)
-	}
-	return nil
-}
-
-// Expired reports whether an envelope read from Redis is past its deadline
-// (a TTL) at now.
-func Expired(e envelope.Envelope, now time.Time) bool {
-	dl, ok := e.Deadline()
-	return ok && now.After(dl)
-}
-
-// CheckDelay validates a delay from now.
-func CheckDelay(what string, d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("negative %s %v: %w", what, d, ErrInvalidArgument)
-	}
-	if now := time.Now(); now.Add(d).After(MaxDue) || now.Add(d).Before(now) {
-		return fmt.Errorf("%s %v out of range (due after %v): %w", what, d, MaxDue.UTC().Format(time.DateOnly), ErrInvalidArgument)
-	}
-	return nil
-}
+// Paused reports whether this process sees the queue paused (see
+// part.Paused).
+func (q *Queue) Paused(ctx context.Context) (bool, error) { return q.parts[0].Paused(ctx) }

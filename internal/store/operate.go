@@ -212,13 +212,6 @@ func (q *Queue) listList(ctx context.Context, key string, offset, limit int) ([]
 	return out, nil
 }
 
-// Reschedule outcomes.
-const (
-	RescheduleNotFound = lua.RescheduleNotFound
-	ReschedulePending  = lua.ReschedulePending
-	RescheduleReady    = lua.RescheduleReady
-)
-
 // Move says where Reschedule puts an item.
 type Move struct {
 	Mode byte  // 'd': due US µs from now; 'a': due at US (Unix µs); 'n': ready now
@@ -227,23 +220,24 @@ type Move struct {
 
 // Reschedule moves the pending delayed item id to a new due time, or to
 // the ready list (reschedule.lua).
-func (q *Queue) Reschedule(ctx context.Context, id string, m Move) (int64, error) {
+func (q *Queue) Reschedule(ctx context.Context, id string, m Move) (RescheduleOutcome, error) {
 	return q.reschedule(ctx, "id", id, m)
 }
 
 // RescheduleRetry moves the retry named by its exact member.
-func (q *Queue) RescheduleRetry(ctx context.Context, member string, m Move) (int64, error) {
+func (q *Queue) RescheduleRetry(ctx context.Context, member string, m Move) (RescheduleOutcome, error) {
 	return q.reschedule(ctx, "member", member, m)
 }
 
-func (q *Queue) reschedule(ctx context.Context, by, key string, m Move) (int64, error) {
+func (q *Queue) reschedule(ctx context.Context, by, key string, m Move) (RescheduleOutcome, error) {
 	k := q.K
 	mode, us := "now", ""
 	if m.Mode != 'n' {
 		mode, us = string(m.Mode), strconv.FormatInt(m.US, 10)
 	}
-	return q.c.eval(ctx, lua.Reschedule, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Prio, k.Seq},
+	n, err := q.c.eval(ctx, lua.Reschedule, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Prio, k.Seq},
 		k.Wake, by, key, mode, us).Int64()
+	return RescheduleOutcome(n), err
 }
 
 // Update replaces the payload of the pending delayed item id (update.lua),

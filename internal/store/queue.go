@@ -86,7 +86,7 @@ func (q *Queue) write(ctx context.Context, s *redis.Script, keys []string, args 
 // queue's bound (0: none): each item that does not fit is refused
 // (lua.OfferFull). With replica acknowledgement, an error wrapping
 // ErrNotReplicated comes with the statuses: the call ran on the master.
-func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, items []OfferItem) ([]int64, error) {
+func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, items []OfferItem) ([]OfferStatus, error) {
 	cmd, werr := q.write(ctx, lua.Offer, q.offerKeys(lane, 0, ""), q.offerArgs(nonce, bound, 0, 0, items)...)
 	res, err := cmd.Int64Slice()
 	if err != nil {
@@ -95,7 +95,7 @@ func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, item
 	if len(res) != len(items) {
 		return nil, fmt.Errorf("%d statuses for %d offers", len(res), len(items))
 	}
-	return res, werr
+	return statuses(res), werr
 }
 
 // offerKeys are offer.lua's keys for a call on lane, of a bounded batch
@@ -132,7 +132,7 @@ const (
 // unique window, µs; bound is the queue's bound (0: none). It returns
 // upsert.lua's status, with an error wrapping ErrNotReplicated when
 // replicas did not confirm it.
-func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us, bound int64) (int64, error) {
+func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us, bound int64) (OfferStatus, error) {
 	k := q.K
 	cmd, werr := q.write(ctx, lua.Upsert,
 		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Unique(it.ID), k.Prio},
@@ -141,7 +141,7 @@ func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, du
 	if err != nil {
 		return 0, err
 	}
-	return st, werr
+	return OfferStatus(st), werr
 }
 
 // OfferCall is one offer.lua call of a pipelined batch.
@@ -155,8 +155,8 @@ type OfferCall struct {
 	Bound         int64
 	Batch, Offset int
 	Pass          string
-	Statuses      []int64 // set by OfferPipelined
-	Err           error   // set by OfferPipelined
+	Statuses      []OfferStatus // set by OfferPipelined
+	Err           error         // set by OfferPipelined
 }
 
 // OfferPipelined sends calls in one round trip; with atomic, in one
@@ -208,7 +208,9 @@ func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic b
 		if c.Err != nil {
 			continue
 		}
-		c.Statuses, c.Err = cmds[i].Int64Slice()
+		var res []int64
+		res, c.Err = cmds[i].Int64Slice()
+		c.Statuses = statuses(res)
 		if c.Err == nil && len(c.Statuses) != len(c.Items) {
 			c.Err = fmt.Errorf("%d statuses for %d offers", len(c.Statuses), len(c.Items))
 		}
@@ -253,7 +255,9 @@ func (q *Queue) offerPipelinedReplicated(ctx context.Context, calls []*OfferCall
 			c.Err = err
 			continue
 		}
-		c.Statuses, c.Err = cmds[i].Int64Slice()
+		var res []int64
+		res, c.Err = cmds[i].Int64Slice()
+		c.Statuses = statuses(res)
 		switch {
 		case c.Err != nil:
 		case len(c.Statuses) != len(c.Items):
@@ -601,7 +605,7 @@ type Settle struct {
 // Settle runs settle.lua and returns its status (lua.Settle*) and the
 // queue's max attempts; with replica acknowledgement, an error wrapping
 // ErrNotReplicated comes with them when replicas did not confirm it.
-func (q *Queue) Settle(ctx context.Context, s Settle) (status, maxAttempts int64, err error) {
+func (q *Queue) Settle(ctx context.Context, s Settle) (outcome SettleOutcome, maxAttempts int64, err error) {
 	k := q.K
 	mode := "retry"
 	if s.Dead {
@@ -621,7 +625,7 @@ func (q *Queue) Settle(ctx context.Context, s Settle) (status, maxAttempts int64
 	if len(res) != 2 {
 		return 0, 0, fmt.Errorf("unexpected settle reply %v", res)
 	}
-	return res[0], res[1], werr
+	return SettleOutcome(res[0]), res[1], werr
 }
 
 // Extend moves the deadlines of the leases named by tokens to now + by,
@@ -772,4 +776,16 @@ func (q *Queue) SetMaxAttempts(ctx context.Context, n int) (int64, error) {
 		return 0, err
 	}
 	return strconv.ParseInt(s, 10, 64)
+}
+
+// statuses types offer.lua's reply.
+func statuses(res []int64) []OfferStatus {
+	if res == nil {
+		return nil
+	}
+	out := make([]OfferStatus, len(res))
+	for i, r := range res {
+		out[i] = OfferStatus(r)
+	}
+	return out
 }
