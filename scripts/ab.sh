@@ -25,7 +25,8 @@
 # API only) is copied from this checkout into a revision that lacks it.
 #
 # The summary gives, per metric, the median of A, the median of B and B/A
-# (above 1: B is slower). benchstat's table follows when benchstat runs
+# (above 1: B is slower), and the same for the allocations per op, which a
+# busy machine does not move. benchstat's table follows when benchstat runs
 # (AB_BENCHSTAT, default `go run golang.org/x/perf/cmd/benchstat@…`; set it
 # empty to skip). Raw outputs stay in the output directory (-o, default a
 # new temporary directory).
@@ -217,19 +218,33 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 # The summary: for each metric, every value of A and of B in round order,
-# their medians and B/A.
+# their medians and B/A; then the allocations per op of the same
+# benchmarks, which a busy machine does not move.
 summary() {
-	local name home fn pattern unit bt
-	printf '%-14s %14s %14s %8s   %s\n' metric "median A" "median B" "B/A" "unit (A rounds | B rounds)"
-	for m in "${metrics[@]}" "trickle-p99 delayed BenchmarkLateness ^BenchmarkLateness\$ p99-ms 1x"; do
+	local name home fn pattern unit bt rows=() m
+	for m in "${metrics[@]}"; do
 		read -r name home fn pattern unit bt <<<"$m"
-		[[ $name == trickle ]] && name=trickle-p50
+		if [[ $name == trickle ]]; then
+			rows+=("trickle-p50 $home $fn $pattern p50-ms $bt" "trickle-p99 $home $fn $pattern p99-ms $bt")
+		else
+			rows+=("$m")
+		fi
+	done
+	for m in "${metrics[@]}"; do
+		read -r name home fn pattern unit bt <<<"$m"
+		if [[ $unit == ns/op ]]; then
+			rows+=("$name $home $fn $pattern allocs/op $bt")
+		fi
+	done
+	printf '%-14s %14s %14s %8s   %s\n' metric "median A" "median B" "B/A" "unit (A rounds | B rounds)"
+	for m in "${rows[@]}"; do
+		read -r name home fn pattern unit bt <<<"$m"
 		# The benchmark's result-line name: the pattern without anchors.
 		local bname=${pattern//^/}
 		bname=${bname//\$/}
 		awk -v bname="$bname" -v unit="$unit" -v name="$name" '
-			FNR == 1 { side++ }
 			{
+				side = FILENAME == ARGV[1] ? 1 : 2
 				n = $1; sub(/-[0-9]+$/, "", n)
 				if (n != bname) next
 				for (i = 3; i < NF; i++) if ($(i+1) == unit) v[side, ++c[side]] = $i
