@@ -26,10 +26,10 @@
 #
 # The summary gives, per metric, the median of A, the median of B and B/A
 # (above 1: B is slower), and the same for the allocations per op, which a
-# busy machine does not move. benchstat's table follows when benchstat runs
-# (AB_BENCHSTAT, default `go run golang.org/x/perf/cmd/benchstat@…`; set it
-# empty to skip). Raw outputs stay in the output directory (-o, default a
-# new temporary directory).
+# busy machine moves far less than the times. benchstat's table follows
+# when benchstat runs (AB_BENCHSTAT, default `go run
+# golang.org/x/perf/cmd/benchstat@…`; set it empty to skip). Raw outputs
+# stay in the output directory (-o, default a new temporary directory).
 #
 # Environment: AB_ROUNDS (5), AB_BENCHTIME (1s; the lateness benchmark
 # always runs once, about 11 s), REDIS_SERVER, REDIS_CLI.
@@ -79,7 +79,7 @@ cleanup() {
 		kill "$redis_pid" 2>/dev/null || true
 		wait "$redis_pid" 2>/dev/null || true
 	fi
-	rm -rf "$work/src" "$work/a" "$work/b" "$work/redis"
+	rm -rf "$work/src" "$work/a" "$work/b" "$work/redis" "$work/run.txt" "$work"/[ab].bs "$work"/[ab].head
 	if [[ $out != "$work"/* ]]; then
 		rm -rf "$work"
 	fi
@@ -219,7 +219,7 @@ done
 
 # The summary: for each metric, every value of A and of B in round order,
 # their medians and B/A; then the allocations per op of the same
-# benchmarks, which a busy machine does not move.
+# benchmarks, which a busy machine moves far less than the times.
 summary() {
 	local name home fn pattern unit bt rows=() m
 	for m in "${metrics[@]}"; do
