@@ -80,10 +80,10 @@ func TestMsgpackCycleChild(t *testing.T) {
 	t.Log(err)
 }
 
-// A cyclic value is an error wrapping ErrUnsupportedValue (before: msgpack
-// followed the cycle until the goroutine's stack overflowed, a fatal error
-// that kills the process). Each value is encoded in a child process, the
-// one way to see it survive.
+// A cyclic value is an error wrapping ErrUnsupportedValue: msgpack alone
+// follows the cycle until the goroutine's stack overflows, a fatal error
+// that kills the process (docs/hardening.md, A18). Each value is encoded
+// in a child process, the one way to see it survive.
 func TestMsgpackCycle(t *testing.T) {
 	for name := range cyclicValues {
 		t.Run(name, func(t *testing.T) {

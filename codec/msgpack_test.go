@@ -39,10 +39,10 @@ func TestMsgpackLengthPastTheBytesChild(t *testing.T) {
 }
 
 // A msgpack array header that claims more elements than the bytes hold is
-// a decode error (before: msgpack made the slice first, 2^32-1 elements
-// from 5 bytes, and the process died with a fatal out of memory, which
-// nothing can recover). Each decode runs in a child process, the one way
-// to see it survive.
+// a decode error: msgpack alone makes the slice first, 2^32-1 elements
+// from 5 bytes, and the process dies with a fatal out of memory, which
+// nothing can recover (docs/hardening.md, A11). Each decode runs in a
+// child process, the one way to see it survive.
 func TestMsgpackLengthPastTheBytes(t *testing.T) {
 	for name := range lengthPastTheBytes {
 		t.Run(name, func(t *testing.T) {

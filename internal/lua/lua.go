@@ -146,10 +146,10 @@ const (
 const SeqLen = 6
 
 // A script runs its whole text on every call, and each function definition
-// in it allocates a closure: the full prelude cost about 2.5 µs per call,
-// more than any script's own bookkeeping (measured with INFO commandstats).
-// So each script gets only the prelude's definitions it names, directly or
-// through other definitions.
+// in it allocates a closure: the whole prelude would cost every call more
+// than most scripts' own work (docs/decisions.md, "Priorities"). So each
+// script gets only the prelude's definitions it names, directly or through
+// other definitions.
 
 // definition is one top-level definition of prelude.lua: a line starting
 // with "local " at column 0, the comment lines right above it, and the

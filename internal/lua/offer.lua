@@ -169,7 +169,7 @@ end
 -- down), and its deadline when it has a TTL; items of one call often share
 -- a due time, so its bytes are reused. Each string is built by one
 -- concatenation: every string Lua makes is hashed and interned, which is
--- most of an item's cost here (measured with INFO commandstats).
+-- most of an item's cost here (docs/decisions.md, "Offers").
 local stamp = be64(now)
 local sub, char = string.sub, string.char
 local last_due, last_bytes

@@ -19,7 +19,7 @@ local function now_ms()
 end
 
 -- be64 and be32 encode a non-negative integer as 8 or 4 big-endian bytes
--- (one string.char call: a third of the cost of filling a table, measured).
+-- with one string.char call, cheaper than filling a table and joining it.
 local function be64(n)
   local f = math.floor
   return string.char(f(n / 72057594037927936) % 256, f(n / 281474976710656) % 256,
@@ -438,10 +438,10 @@ end
 -- count of ready items is X.ready_len. A consumer that pops the marker
 -- drops it and takes from the priority set.
 --
--- Each script run creates every function of this prelude anew, which
--- costs (about 0.15 µs each, measured), so the functions that only a queue
--- with priorities needs are built on first use, by prio(); a queue
--- without priorities runs three small functions more than before.
+-- Each script run creates every function of this prelude anew, at a cost
+-- per function, so the functions that only a queue with priorities needs
+-- are built on first use, by prio(): a queue without priorities creates
+-- only the few small functions that look for priorities.
 local PRIO_TAG = 1
 local PRIO_MAX = 9
 local PRIO_BAND = 281474976710656 -- 2^48
@@ -634,7 +634,7 @@ end
 -- A marker among envs (a claimed marker given back) is not pushed: it
 -- stands for one at the tail. So the list never holds a marker but at its
 -- tail, nor two (X.ready_len counts on it). For a queue without priorities
--- a give-back costs what it did before: two commands (LINDEX, RPUSH).
+-- a give-back is two commands (LINDEX, RPUSH).
 local function ready_push(kReady, kPrio, kSeq, envs, head)
   for i = 1, #envs do
     if string.byte(envs[i], 1) == 2 then

@@ -28,8 +28,9 @@ func parseNoPanic(spec string, loc *time.Location) (s cron.Schedule, err error) 
 }
 
 // A spec that names a zone and nothing else, or a zone and a tab, is
-// refused with ErrSpec (before: the cron parser panicked with "slice
-// bounds out of range [:-1]", in the caller's goroutine or the transfer's).
+// refused with ErrSpec before the cron parser sees it: the parser panics
+// on it ("slice bounds out of range [:-1]"), in the caller's goroutine or
+// the transfer's (docs/hardening.md, B5).
 func TestParseZoneOnlySpec(t *testing.T) {
 	for _, spec := range []string{
 		"CRON_TZ=UTC", "TZ=", "CRON_TZ=Europe/Berlin", "CRON_TZ= ", "CRON_TZ=", "TZ=UTC",
@@ -65,8 +66,8 @@ func TestParseZoneOnlySpec(t *testing.T) {
 }
 
 // The process's own zone, by any name that loads it, is refused in a spec
-// as in WithTimeZone (before: "CRON_TZ=Local" was accepted and each
-// process planned the schedule in its own zone).
+// as in WithTimeZone: each process would plan the schedule in its own
+// zone (docs/hardening.md, B8).
 func TestParseLocalZoneRefused(t *testing.T) {
 	for _, spec := range []string{"CRON_TZ=Local 0 3 * * *", "TZ=Local 0 3 * * *", "CRON_TZ=localtime 0 3 * * *", "TZ=Local @daily"} {
 		if _, err := parseNoPanic(spec, nil); !errors.Is(err, ErrSpec) {
@@ -133,10 +134,10 @@ func (c *countNext) Next(t time.Time) time.Time {
 }
 
 // After an outage of any length, the latest missed tick is the latest
-// before now, and MissedAll fires the last MaxAll of them (before: an
-// "@every 1s" schedule down for 48 h fired the tick of 20 h 13 m ago, and
-// MissedAll the 100 ticks from there: planning stopped after 100,000
-// ticks).
+// before now, and MissedAll fires the last MaxAll of them: the plan
+// searches back from now rather than walking every tick since the stored
+// one, which a bound on the walk would stop short of now
+// (docs/hardening.md, B10).
 func TestPlanLongOutage(t *testing.T) {
 	every, err := Parse("@every 1s", nil)
 	if err != nil {

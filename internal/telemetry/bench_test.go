@@ -1,7 +1,7 @@
 package telemetry_test
 
 // The instrumentation's own cost per offer+take, without Redis, to read
-// against the ~100 µs an Offer plus a Take take on a loopback server
+// against the time an Offer plus a Take take on a loopback server
 // (docs/benchmarks.md):
 //
 //	go test -run '^$' -bench Instrumentation -benchmem ./internal/telemetry/

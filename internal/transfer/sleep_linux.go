@@ -14,9 +14,9 @@ const prSetTimerSlack = 29
 // sleepPrecise sleeps for d with the kernel's timer rather than the Go
 // runtime's (late by up to a millisecond in an idle process). The thread's
 // timer slack, 50 µs by default, is lowered to 1 ns for the sleep and
-// reset after it: measured here, the sleep then ends 27–31 µs late at the
-// median instead of 76–80 µs. It blocks the calling goroutine's thread;
-// keep d short.
+// reset after it, since the kernel may end a sleep that much late (see
+// docs/decisions.md, "Transfer"). It blocks the calling goroutine's
+// thread; keep d short.
 func sleepPrecise(d time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

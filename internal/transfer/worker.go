@@ -76,8 +76,8 @@ const (
 
 // preciseWindow is how close to a due time the worker stops trusting the
 // Go timer. An idle Go process waits for timers in epoll with millisecond
-// timeouts, so a timer fires up to a millisecond late (0.2–0.8 ms measured
-// here); the kernel's nanosleep is late by tens of microseconds. The worker
+// timeouts, so a timer fires up to a millisecond late; the kernel's
+// nanosleep is late by tens of microseconds. The worker
 // sets its timer this much early and sleeps the rest with sleepPrecise,
 // which holds a thread for at most this long and does not watch for wake-ups
 // or stop (both wait at most this long).
