@@ -62,7 +62,7 @@ func benchQueue(b *testing.B) (*redis.Client, *blocking.Queue[benchValue]) {
 
 // benchUnlink deletes a queue's keys, so the shared server does not
 // accumulate what the benchmarks leave behind.
-func benchUnlink(rdb redis.UniversalClient, k keys.Queue) {
+func benchUnlink(rdb redis.UniversalClient, k keys.Set) {
 	_ = rdb.Unlink(context.Background(), k.Ready, k.Delayed, k.Items, k.Seq).Err()
 }
 

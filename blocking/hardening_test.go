@@ -1172,7 +1172,7 @@ func TestNonIntegerMaxAttemptsInMeta(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitServerPast(t, rdb, ms)
-			if _, err := store.New(rdb).Queue(k).Reclaim(ctx, 500, 1); err != nil {
+			if _, err := store.New(rdb).Partition(k).Reclaim(ctx, 500, 1); err != nil {
 				t.Fatal(err)
 			}
 			if n := rdb.LLen(ctx, k.DeadReady).Val(); n != 1 {
@@ -1210,7 +1210,7 @@ func TestBadSeqLosesNothing(t *testing.T) {
 	rdb := redistest.Standalone(t)
 	ctx := context.Background()
 	prio := blocking.WithPriority(5)
-	corrupt := func(t *testing.T, k keys.Queue) {
+	corrupt := func(t *testing.T, k keys.Set) {
 		t.Helper()
 		if err := rdb.Set(ctx, k.Seq, "x", 0).Err(); err != nil {
 			t.Fatal(err)
@@ -1252,7 +1252,7 @@ func TestBadSeqLosesNothing(t *testing.T) {
 		k := redistest.KeysOf(name)
 		waitServerPast(t, rdb, expireLease(t, rdb, name, "precious", prio))
 		corrupt(t, k)
-		if _, err := store.New(rdb).Queue(k).Reclaim(ctx, 500, 10); err == nil {
+		if _, err := store.New(rdb).Partition(k).Reclaim(ctx, 500, 10); err == nil {
 			t.Fatal("Reclaim with a bad counter: no error")
 		}
 		holds(t, name, "inflight", 2)
@@ -1286,7 +1286,7 @@ func TestBadSeqLosesNothing(t *testing.T) {
 		if err != nil || len(tokens) != 1 {
 			t.Fatalf("in-flight tokens %v, %v", tokens, err)
 		}
-		if _, err := store.New(rdb).Queue(k).Release(ctx, tokens); err == nil {
+		if _, err := store.New(rdb).Partition(k).Release(ctx, tokens); err == nil {
 			t.Fatal("Release with a bad counter: no error")
 		}
 		holds(t, name, "inflight", 2)
@@ -1366,9 +1366,9 @@ func TestGiveBackWithBadSeqLosesNothing(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Standalone(t)
 	ctx := context.Background()
-	for what, corrupt := range map[string]func(k keys.Queue) error{
-		"no integer": func(k keys.Queue) error { return rdb.Set(ctx, k.Seq, "x", 0).Err() },
-		"wrong type": func(k keys.Queue) error {
+	for what, corrupt := range map[string]func(k keys.Set) error{
+		"no integer": func(k keys.Set) error { return rdb.Set(ctx, k.Seq, "x", 0).Err() },
+		"wrong type": func(k keys.Set) error {
 			if err := rdb.Del(ctx, k.Seq).Err(); err != nil {
 				return err
 			}
@@ -1405,7 +1405,7 @@ func TestGiveBackWithBadSeqLosesNothing(t *testing.T) {
 			if err := corrupt(k); err != nil {
 				t.Fatal(err)
 			}
-			if err := store.New(rdb).Queue(k).PushBack(ctx, a, c); err != nil {
+			if err := store.New(rdb).Partition(k).PushBack(ctx, a, c); err != nil {
 				t.Errorf("PushBack with a bad counter: %v", err)
 			}
 			var got []string

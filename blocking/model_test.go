@@ -33,7 +33,7 @@ package blocking_test
 //   - "miniredis": the server clock is frozen (SetTime) and the scripts read
 //     it with TIME, so every time is exact. The "advance" step moves the
 //     clock (by half seconds, or exactly to the next due time or lease
-//     deadline) and runs transfer.RunOnce in one step: due items (delayed
+//     deadline) and runs mover.RunOnce in one step: due items (delayed
 //     and retries, merged in due order) move and expired leases are
 //     reclaimed at a point the model knows.
 //   - "redis": a real redis-server (redistest.Standalone, a queue name of
@@ -114,9 +114,9 @@ import (
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/lua"
+	"github.com/redelay/redelay/internal/mover"
 	"github.com/redelay/redelay/internal/redistest"
 	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 const (
@@ -548,7 +548,7 @@ func (m *queueModel) nextEvent() (int64, bool) {
 	return next, ok
 }
 
-// runOnce is what transfer.RunOnce does: transfer.lua (due items of the
+// runOnce is what mover.RunOnce does: transfer.lua (due items of the
 // delayed and retry sets to the ready tail, merged in due order, a delayed
 // item first on a tie), then reclaim.lua (expired leases in the sorted
 // set's order, deadline then token, back at the head of the ready list in
@@ -665,8 +665,8 @@ type modelMachine struct {
 	frdb   *redis.Client        // fenced: transfer and reclaim scripts refused
 	crdb   *redis.Client        // consumers': rdb, or frdb when fenced
 	name   string
-	k      keys.Queue
-	target transfer.Target
+	k      keys.Set
+	target mover.Target
 	baseMS int64 // times are printed relative to this
 
 	fenced    bool
@@ -791,7 +791,7 @@ func newModelMachine(t *rapid.T, env *modelEnv) *modelMachine {
 	s.sq = blocking.New[string](s.rdb, s.name)
 	s.dq = delayed.New(s.q, delayed.WithoutTransfer())
 	s.dsq = delayed.New(s.sq, delayed.WithoutTransfer())
-	s.target = transfer.Target{Queue: store.New(s.rdb).Queue(k), MaxAttempts: cfgMax}
+	s.target = mover.Target{Queue: store.New(s.rdb).Partition(k), MaxAttempts: cfgMax}
 	s.m = &queueModel{
 		t: t, cov: env.cov, cfgMax: cfgMax, now: now,
 		leases: map[int]*modelLease{}, alive: map[int]bool{},
@@ -1388,7 +1388,7 @@ func (s *modelMachine) advance(t *rapid.T) {
 	to := s.drawTime(t)
 	s.m.now = exactly(to)
 	s.mr.SetTime(time.UnixMicro(to))
-	if err := transfer.RunOnce(s.ctx, s.target); err != nil {
+	if err := mover.RunOnce(s.ctx, s.target); err != nil {
 		t.Fatalf("RunOnce: %v", err)
 	}
 	s.m.runOnce()

@@ -19,7 +19,7 @@ import (
 )
 
 // partKeys returns the keys of partition i of the queue called name.
-func partKeys(name string, i int) keys.Queue { return redistest.KeysOf(name).Partition(i) }
+func partKeys(name string, i int) keys.Set { return redistest.KeysOf(name).Partition(i) }
 
 // TestPartitionsRecorded: the first process records n; a process with
 // another n, or none, gets ErrInvalidQueue naming both numbers, from its

@@ -171,7 +171,7 @@ func prGiveBacks(t *testing.T, rdb redis.UniversalClient, vis time.Duration) boo
 	defer cancel()
 	name := redistest.QueueName(t)
 	k := redistest.KeysOf(name)
-	sq := store.New(rdb).Queue(k)
+	sq := store.New(rdb).Partition(k)
 	const bound = 16
 	q := blocking.New[string](rdb, name, blocking.WithMaxSize(bound),
 		blocking.WithVisibilityTimeout(vis), blocking.WithSweepInterval(50*time.Millisecond))

@@ -47,7 +47,7 @@ type rsEnv struct {
 	rdb    *redis.Client
 	rt     time.Duration // rdb's read timeout
 	name   string        // the queue's name, and rdb's client name
-	k      keys.Queue
+	k      keys.Set
 }
 
 // rsStart starts a server and a proxy, and returns a client through the
@@ -283,7 +283,7 @@ func (e *rsEnv) retryMembers(id string) int {
 // and runs it again. It returns how many items were given back.
 func (e *rsEnv) giveBackClaimed(minAge time.Duration) int64 {
 	e.t.Helper()
-	sq := store.New(e.direct).Queue(e.k)
+	sq := store.New(e.direct).Partition(e.k)
 	r, err := sq.Reclaim(e.ctx, 500, 10)
 	if err != nil {
 		e.t.Fatalf("reclaim: %v", err)
@@ -833,7 +833,7 @@ func rsWaitReplyLost(t *testing.T, receive bool) {
 
 	// The reclaimer records when it first sees the item and leaves it:
 	// the consumer might still be about to take it.
-	sq := store.New(e.direct).Queue(e.k)
+	sq := store.New(e.direct).Partition(e.k)
 	r1, err := sq.Reclaim(e.ctx, 500, 10)
 	if err != nil {
 		t.Fatal(err)

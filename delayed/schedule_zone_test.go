@@ -10,9 +10,9 @@ import (
 	_ "time/tzdata" // the zones the tests use, whatever the machine has
 
 	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/internal/mover"
 	"github.com/redelay/redelay/internal/redistest"
 	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // A schedule with no zone is in UTC (the default WithTimeZone documents)
@@ -87,7 +87,7 @@ func TestScheduleDefaultZoneIsUTC(t *testing.T) {
 	})
 
 	// The transfer plans the ticks after those in the same zones.
-	target := transfer.Target{Queue: store.New(rdb).Queue(redistest.KeysOf(name))}
+	target := mover.Target{Queue: store.New(rdb).Partition(redistest.KeysOf(name))}
 	pending := func() []string {
 		t.Helper()
 		items, err := dq.List(ctx, 0, 10)
@@ -101,14 +101,14 @@ func TestScheduleDefaultZoneIsUTC(t *testing.T) {
 		slices.Sort(ids)
 		return ids
 	}
-	if err := transfer.RunOnce(ctx, target); err != nil {
+	if err := mover.RunOnce(ctx, target); err != nil {
 		t.Fatal(err)
 	}
 	if ids, want := pending(), []string{"none@2026-01-15T03:00:00.000Z", "utc@2026-01-15T03:00:00.000Z"}; !slices.Equal(ids, want) {
 		t.Errorf("materialized at %v: %v, want %v", t0, ids, want)
 	}
 	mr.SetTime(time.Date(2026, 1, 15, 7, 59, 59, 0, time.UTC)) // 02:59:59 in New York
-	if err := transfer.RunOnce(ctx, target); err != nil {
+	if err := mover.RunOnce(ctx, target); err != nil {
 		t.Fatal(err)
 	}
 	// The 03:00 UTC ticks are due and have moved on to the ready list.

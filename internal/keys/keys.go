@@ -79,8 +79,8 @@ const MaxNameLen = 200
 // ErrInvalidName is returned for a queue name that cannot be used.
 var ErrInvalidName = errors.New("invalid queue name")
 
-// Queue holds the key names of one queue.
-type Queue struct {
+// Set holds the key names of one queue (one partition of it: see Partition).
+type Set struct {
 	Name     string // the queue's name as given (child: parent name + ":" + child)
 	Ready    string
 	Prio     string
@@ -116,9 +116,9 @@ type Queue struct {
 }
 
 // New validates name and returns its keys.
-func New(name string) (Queue, error) {
+func New(name string) (Set, error) {
 	if err := Validate(name); err != nil {
-		return Queue{}, err
+		return Set{}, err
 	}
 	tag := "{" + name + "}"
 	return build(name, tag, Prefix+":"+tag), nil
@@ -126,7 +126,7 @@ func New(name string) (Queue, error) {
 
 // Child returns the keys of a queue that shares q's hash tag, such as the
 // dead letters.
-func (q Queue) Child(sub string) Queue {
+func (q Set) Child(sub string) Set {
 	c := build(q.Name+":"+sub, q.tag, q.base+":"+sub)
 	c.Part = q.Part
 	return c
@@ -135,7 +135,7 @@ func (q Queue) Child(sub string) Queue {
 // Partition returns the keys of partition i of the queue q (not of a
 // child): q itself for i == 0, else the same key names under the hash tag
 // {N{i}. Name stays the queue's name.
-func (q Queue) Partition(i int) Queue {
+func (q Set) Partition(i int) Set {
 	if i == 0 {
 		return q
 	}
@@ -177,22 +177,22 @@ func IsTickID(id string) bool {
 }
 
 // Dead returns the keys of q's dead-letter queue.
-func (q Queue) Dead() Queue { return q.Child("dead") }
+func (q Set) Dead() Set { return q.Child("dead") }
 
 // Unique returns the key that holds id for delayed.WithUniqueFor's window
 // (see internal/lua/upsert.lua).
-func (q Queue) Unique(id string) string { return q.base + ":unique:" + id }
+func (q Set) Unique(id string) string { return q.base + ":unique:" + id }
 
 // Lane returns the key that records the last offer call sent on lane l (see
 // internal/lua/offer.lua): l names one producer's in-flight call slot.
-func (q Queue) Lane(l string) string { return q.base + ":lane:" + l }
+func (q Set) Lane(l string) string { return q.base + ":lane:" + l }
 
 // Pass returns the key a bounded batch's first offer call leaves for its
 // later calls (see internal/lua/offer.lua): t names the batch.
-func (q Queue) Pass(t string) string { return q.base + ":batch:" + t }
+func (q Set) Pass(t string) string { return q.base + ":batch:" + t }
 
-func build(name, tag, base string) Queue {
-	return Queue{
+func build(name, tag, base string) Set {
+	return Set{
 		Name:           name,
 		Ready:          base + ":ready",
 		Prio:           base + ":prio",

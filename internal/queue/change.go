@@ -189,7 +189,7 @@ func (c *part) find(ctx context.Context, st State, id string) (Entry, bool, erro
 }
 
 // findClaimed looks for item id among the claimed items.
-func findClaimed(ctx context.Context, s *store.Queue, id string) (Entry, bool, error) {
+func findClaimed(ctx context.Context, s *store.Partition, id string) (Entry, bool, error) {
 	entries, err := s.ListClaimed(ctx, 0, MaxPage)
 	if err != nil {
 		return Entry{}, false, err

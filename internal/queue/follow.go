@@ -11,14 +11,14 @@ import (
 
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/mover"
 	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // Limits of the settings, checked by the faces' options.
 const (
-	MaxBatchSize  = transfer.MaxBatchSize
+	MaxBatchSize  = mover.MaxBatchSize
 	MaxPartitions = keys.MaxPartitions
 )
 
@@ -46,7 +46,7 @@ func Follow(ctx context.Context, rdb redis.UniversalClient, names []string, o Fo
 	if len(names) == 0 {
 		errs = append(errs, errors.New("no queue named"))
 	}
-	var ks []keys.Queue
+	var ks []keys.Set
 	for _, name := range names {
 		k, err := keys.New(name)
 		if err != nil {
@@ -64,15 +64,15 @@ func Follow(ctx context.Context, rdb redis.UniversalClient, names []string, o Fo
 	c := store.New(rdb)
 	o.Telemetry.ServerAddress, o.Telemetry.ServerPort = telemetry.ServerOf(rdb)
 	o.Telemetry.ErrorType = ErrorType
-	var regs []*transfer.Registration
+	var regs []*mover.Registration
 	defer func() {
 		for _, r := range regs {
 			r.Close()
 		}
 	}()
-	var all []keys.Queue // every partition of every queue, and its dead letters
+	var all []keys.Set // every partition of every queue, and its dead letters
 	for _, k := range ks {
-		n, err := recordedPartitions(ctx, c.Queue(k), o.Logger)
+		n, err := recordedPartitions(ctx, c.Partition(k), o.Logger)
 		if err != nil {
 			return fmt.Errorf("transfer: %w", err)
 		}
@@ -85,8 +85,8 @@ func Follow(ctx context.Context, rdb redis.UniversalClient, names []string, o Fo
 		}
 	}
 	for _, k := range all {
-		r, err := transfer.Register(transfer.Target{
-			Queue: c.Queue(k), BatchSize: o.BatchSize, Sweep: o.Sweep, Logger: o.Logger,
+		r, err := mover.Register(mover.Target{
+			Queue: c.Partition(k), BatchSize: o.BatchSize, Sweep: o.Sweep, Logger: o.Logger,
 			Telemetry: telemetry.New(o.Telemetry, k.Name), Announce: k.Part == 0,
 		})
 		if err != nil {
@@ -100,7 +100,7 @@ func Follow(ctx context.Context, rdb redis.UniversalClient, names []string, o Fo
 
 // recordedPartitions reads a queue's number of partitions, again after
 // each failure (with backoff) until ctx ends.
-func recordedPartitions(ctx context.Context, q *store.Queue, log *slog.Logger) (int, error) {
+func recordedPartitions(ctx context.Context, q *store.Partition, log *slog.Logger) (int, error) {
 	for failures := 1; ; failures++ {
 		n, err := q.RecordedPartitions(ctx)
 		if err == nil {
@@ -127,7 +127,7 @@ func Probe(ctx context.Context, rdb redis.UniversalClient, name string) (q *Queu
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", err, ErrInvalidArgument)
 	}
-	p, err := store.New(rdb).Queue(k).Probe(ctx)
+	p, err := store.New(rdb).Partition(k).Probe(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -147,5 +147,5 @@ func Queues(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
 // Eviction returns the maxmemory-policy of rdb's server (see
 // part.Eviction).
 func Eviction(ctx context.Context, rdb redis.UniversalClient) string {
-	return transfer.ServerOf(rdb).Eviction(ctx, store.New(rdb))
+	return mover.ServerOf(rdb).Eviction(ctx, store.New(rdb))
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/mover"
 	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // DefaultMaxPayload bounds an encoded value unless configured otherwise.
@@ -78,11 +78,11 @@ const (
 // what this process runs for it (its transfer and reclaimer, its offer
 // combiner), and how Close stops them.
 type part struct {
-	Store *store.Queue // nil when err is set
-	Keys  keys.Queue
+	Store *store.Partition // nil when err is set
+	Keys  keys.Set
 	Cfg   Config
-	Tel   *telemetry.Queue // spans and metrics of this queue
-	srv   *transfer.Server // what is known of the client's server
+	Tel   *telemetry.Recorder // spans and metrics of this queue
+	srv   *mover.Server       // what is known of the client's server
 	err   error
 	child bool // a queue of another's keys (the dead letters)
 
@@ -98,7 +98,7 @@ type part struct {
 
 	mu         sync.Mutex
 	closed     bool
-	reg        *transfer.Registration // started by StartBackground
+	reg        *mover.Registration // started by StartBackground
 	stopGauge  func()
 	maxWritten bool                                             // MaxAttempts recorded in Redis
 	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats
@@ -158,12 +158,12 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *part
 				return c
 			}
 		}
-		c.Store = sc.Queue(k)
+		c.Store = sc.Partition(k)
 		c.Store.SetReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout)
 		c.Cfg.Telemetry.ServerAddress, c.Cfg.Telemetry.ServerPort = telemetry.ServerOf(rdb)
 		c.Cfg.Telemetry.ErrorType = ErrorType
 		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
-		c.srv = transfer.ServerOf(rdb)
+		c.srv = mover.ServerOf(rdb)
 		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
 	}
 	return c
@@ -196,7 +196,7 @@ func invalidPart(why error) *part {
 func (c *part) Child(sub string) *part {
 	cc := &part{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
 	if c.err == nil {
-		cc.Store = c.Store.Client().Queue(cc.Keys)
+		cc.Store = c.Store.Client().Partition(cc.Keys)
 		cc.Store.SetDeadLetters()
 		cc.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
 		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
@@ -489,7 +489,7 @@ func (c *part) recordMaxAttempts(ctx context.Context) {
 }
 
 // checkServer has the eviction policy of the client's server read, and
-// warned of, in the background when a check is due (transfer.Server), so
+// warned of, in the background when a check is due (mover.Server), so
 // that a process that only offers warns too. Offers call it: nothing but
 // an atomic load and a clock read when no check is due.
 func (c *part) checkServer() {
@@ -497,7 +497,7 @@ func (c *part) checkServer() {
 		return
 	}
 	c.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), transfer.CheckTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), mover.CheckTimeout)
 		defer cancel()
 		c.srv.Check(ctx, c.Store.Client(), c.Cfg.Logger)
 	})
@@ -505,7 +505,7 @@ func (c *part) checkServer() {
 
 // Eviction returns the maxmemory-policy of the client's server, "" while
 // unknown: read once per client (and again when the reading is older than
-// transfer.PolicyMaxAge) by the first caller that needs it, this one if
+// mover.PolicyMaxAge) by the first caller that needs it, this one if
 // none did yet.
 func (c *part) Eviction(ctx context.Context) string {
 	if c.Store == nil {
@@ -516,15 +516,15 @@ func (c *part) Eviction(ctx context.Context) string {
 
 // Register adds a transfer registration owned by the caller (delayed.Queue
 // holds one of its own, released by its Close).
-func (c *part) Register() (*transfer.Registration, error) {
+func (c *part) Register() (*mover.Registration, error) {
 	if err := c.Err(); err != nil {
 		return nil, err
 	}
 	return c.register()
 }
 
-func (c *part) register() (*transfer.Registration, error) {
-	r, err := transfer.Register(transfer.Target{
+func (c *part) register() (*mover.Registration, error) {
+	r, err := mover.Register(mover.Target{
 		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
 		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
 		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(),

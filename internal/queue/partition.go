@@ -17,8 +17,8 @@ import (
 // queue and of their dead letters.
 type layout struct {
 	n    int
-	meta *store.Queue // partition 0
-	done atomic.Bool  // checked: err holds the outcome
+	meta *store.Partition // partition 0
+	done atomic.Bool      // checked: err holds the outcome
 	mu   sync.Mutex
 	err  error
 }
@@ -124,7 +124,7 @@ func (c *part) Partitions() int {
 func (c *part) Partition(i int) *part {
 	p := &part{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
 	if c.err == nil {
-		p.Store = c.Store.Client().Queue(p.Keys)
+		p.Store = c.Store.Client().Partition(p.Keys)
 		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
 		p.Tel = telemetry.New(c.Cfg.Telemetry, p.Keys.Name)
 	}

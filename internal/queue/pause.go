@@ -3,12 +3,12 @@ package queue
 import (
 	"context"
 
-	"github.com/redelay/redelay/internal/transfer"
+	"github.com/redelay/redelay/internal/mover"
 )
 
 // pause returns this process's view of the queue's pause flag: nil until
 // StartBackground registered the queue's transfer.
-func (c *part) pause() *transfer.Pause {
+func (c *part) pause() *mover.Pause {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reg == nil {

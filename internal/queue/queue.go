@@ -75,7 +75,7 @@ func (q *Queue) Name() string { return q.parts[0].Name() }
 func (q *Queue) Config() Config { return q.parts[0].Cfg }
 
 // Telemetry records the queue's spans and metrics.
-func (q *Queue) Telemetry() *telemetry.Queue { return q.parts[0].Tel }
+func (q *Queue) Telemetry() *telemetry.Recorder { return q.parts[0].Tel }
 
 // Partitions is the number of partitions the queue was opened with.
 func (q *Queue) Partitions() int { return len(q.parts) }

@@ -211,7 +211,7 @@ func (c *part) page(ctx context.Context, st State, offset, limit int) ([]Entry, 
 		case Ready:
 			return s.ListReady(ctx, offset, limit)
 		case Dead:
-			return s.Client().Queue(c.Keys.Dead()).ListReady(ctx, offset, limit)
+			return s.Client().Partition(c.Keys.Dead()).ListReady(ctx, offset, limit)
 		case Inflight:
 			return c.pageInflight(ctx, int64(offset), int64(limit))
 		}

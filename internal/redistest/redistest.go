@@ -232,7 +232,7 @@ func noMaintNotifications() *maintnotifications.Config {
 
 // KeysOf returns the Redis key names of the queue called name, for tests
 // that look at a queue's keys directly. It panics on an invalid name.
-func KeysOf(name string) keys.Queue {
+func KeysOf(name string) keys.Set {
 	k, err := keys.New(name)
 	if err != nil {
 		panic(err)

@@ -20,7 +20,7 @@ func TestOfferCallReplayAndStaleCopy(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Standalone(t)
 	k := redistest.KeysOf(redistest.QueueName(t))
-	q := store.New(rdb).Queue(k)
+	q := store.New(rdb).Partition(k)
 	item := func(id string) store.OfferItem {
 		env := (&envelope.Envelope{ID: id, Payload: []byte("v")}).Marshal()
 		return store.OfferItem{ID: id, Env: env, Mode: 'd', US: time.Hour.Microseconds()}
@@ -76,7 +76,7 @@ func TestOfferScoresExact(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Standalone(t)
 	k := redistest.KeysOf(redistest.QueueName(t))
-	q := store.New(rdb).Queue(k)
+	q := store.New(rdb).Partition(k)
 	var items []store.OfferItem
 	for i := range 5 {
 		id := string(rune('a' + i))

@@ -34,7 +34,7 @@ type Entry struct {
 
 // Get returns the pending delayed item id and its due time (Unix µs);
 // found is false when no such item is pending.
-func (q *Queue) Get(ctx context.Context, id string) (e Entry, found bool, err error) {
+func (q *Partition) Get(ctx context.Context, id string) (e Entry, found bool, err error) {
 	k := q.K
 	res, err := q.c.eval(ctx, lua.Get, []string{k.Delayed, k.Items}, id).StringSlice()
 	if errors.Is(err, redis.Nil) {
@@ -54,19 +54,19 @@ func (q *Queue) Get(ctx context.Context, id string) (e Entry, found bool, err er
 }
 
 // Contains reports whether the delayed item id is pending. O(1).
-func (q *Queue) Contains(ctx context.Context, id string) (bool, error) {
+func (q *Partition) Contains(ctx context.Context, id string) (bool, error) {
 	return q.c.rdb.HExists(ctx, q.K.Items, id).Result()
 }
 
 // ListDelayed returns up to limit pending delayed items from rank offset,
 // in due order.
-func (q *Queue) ListDelayed(ctx context.Context, offset, limit int) ([]Entry, error) {
+func (q *Partition) ListDelayed(ctx context.Context, offset, limit int) ([]Entry, error) {
 	return q.listIndexed(ctx, q.K.Delayed, q.K.Items, "delayed", offset, limit)
 }
 
 // ListLeased returns up to limit leased items from rank offset, earliest
 // lease deadline first.
-func (q *Queue) ListLeased(ctx context.Context, offset, limit int) ([]Entry, error) {
+func (q *Partition) ListLeased(ctx context.Context, offset, limit int) ([]Entry, error) {
 	return q.listIndexed(ctx, q.K.Leases, q.K.Inflight, "leases", offset, limit)
 }
 
@@ -74,7 +74,7 @@ func (q *Queue) ListLeased(ctx context.Context, offset, limit int) ([]Entry, err
 // empty. (Scripts do arithmetic in doubles, exact below 2^53.)
 const maxOffset = 1 << 53
 
-func (q *Queue) listIndexed(ctx context.Context, zset, hash, mode string, offset, limit int) ([]Entry, error) {
+func (q *Partition) listIndexed(ctx context.Context, zset, hash, mode string, offset, limit int) ([]Entry, error) {
 	if offset >= maxOffset || limit <= 0 {
 		return nil, nil
 	}
@@ -99,7 +99,7 @@ func (q *Queue) listIndexed(ctx context.Context, zset, hash, mode string, offset
 // ListRetry returns up to limit retries from rank offset, earliest due
 // first; Key is the retry-set member (what Reschedule and DeleteRetry
 // take).
-func (q *Queue) ListRetry(ctx context.Context, offset, limit int) ([]Entry, error) {
+func (q *Partition) ListRetry(ctx context.Context, offset, limit int) ([]Entry, error) {
 	if offset >= maxOffset || limit <= 0 {
 		return nil, nil
 	}
@@ -131,7 +131,7 @@ const seqLen = 6
 // ListReady returns up to limit ready items from position offset, in take
 // order (the next one first): the priority set's, then the ready list's.
 // An entry of the priority set has its member as Key.
-func (q *Queue) ListReady(ctx context.Context, offset, limit int) ([]Entry, error) {
+func (q *Partition) ListReady(ctx context.Context, offset, limit int) ([]Entry, error) {
 	page, err := q.listReady(ctx, offset, limit)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (q *Queue) ListReady(ctx context.Context, offset, limit int) ([]Entry, erro
 // listReady is ListReady with the markers of the ready list left in, but
 // for the one at its tail, which takes no position (a marker elsewhere,
 // left by a give-back, does; Find pages by positions).
-func (q *Queue) listReady(ctx context.Context, offset, limit int) ([]Entry, error) {
+func (q *Partition) listReady(ctx context.Context, offset, limit int) ([]Entry, error) {
 	limit = min(limit, MaxPage)
 	if offset >= maxOffset || limit <= 0 {
 		return nil, nil
@@ -190,13 +190,13 @@ func (q *Queue) listReady(ctx context.Context, offset, limit int) ([]Entry, erro
 
 // ListClaimed returns up to limit items of the claimed list (being handed
 // to a consumer) from position offset.
-func (q *Queue) ListClaimed(ctx context.Context, offset, limit int) ([]Entry, error) {
+func (q *Partition) ListClaimed(ctx context.Context, offset, limit int) ([]Entry, error) {
 	return q.listList(ctx, q.K.Claimed, offset, limit)
 }
 
 // listList reads a list whose oldest entry is at the right end, oldest
 // first.
-func (q *Queue) listList(ctx context.Context, key string, offset, limit int) ([]Entry, error) {
+func (q *Partition) listList(ctx context.Context, key string, offset, limit int) ([]Entry, error) {
 	limit = min(limit, MaxPage)
 	if offset >= maxOffset || limit <= 0 {
 		return nil, nil
@@ -220,16 +220,16 @@ type Move struct {
 
 // Reschedule moves the pending delayed item id to a new due time, or to
 // the ready list (reschedule.lua).
-func (q *Queue) Reschedule(ctx context.Context, id string, m Move) (RescheduleOutcome, error) {
+func (q *Partition) Reschedule(ctx context.Context, id string, m Move) (RescheduleOutcome, error) {
 	return q.reschedule(ctx, "id", id, m)
 }
 
 // RescheduleRetry moves the retry named by its exact member.
-func (q *Queue) RescheduleRetry(ctx context.Context, member string, m Move) (RescheduleOutcome, error) {
+func (q *Partition) RescheduleRetry(ctx context.Context, member string, m Move) (RescheduleOutcome, error) {
 	return q.reschedule(ctx, "member", member, m)
 }
 
-func (q *Queue) reschedule(ctx context.Context, by, key string, m Move) (RescheduleOutcome, error) {
+func (q *Partition) reschedule(ctx context.Context, by, key string, m Move) (RescheduleOutcome, error) {
 	k := q.K
 	mode, us := "now", ""
 	if m.Mode != 'n' {
@@ -243,7 +243,7 @@ func (q *Queue) reschedule(ctx context.Context, by, key string, m Move) (Resched
 // Update replaces the payload of the pending delayed item id (update.lua),
 // when it and the item's producer headers fit limit bytes (0: no limit).
 // It returns 1 updated, 0 not pending, or minus the size over the limit.
-func (q *Queue) Update(ctx context.Context, id string, payload []byte, limit int) (int64, error) {
+func (q *Partition) Update(ctx context.Context, id string, payload []byte, limit int) (int64, error) {
 	return q.c.eval(ctx, lua.Update, []string{q.K.Items}, id, payload, max(limit, 0)).Int64()
 }
 
@@ -266,7 +266,7 @@ func (s Stats) Latency() time.Duration {
 }
 
 // Stats reads the queue's counts, pause flag and timings (stats.lua).
-func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+func (q *Partition) Stats(ctx context.Context) (Stats, error) {
 	res, err := q.c.eval(ctx, lua.Stats, q.statsKeys()).Int64Slice()
 	if err != nil {
 		return Stats{}, err
@@ -275,7 +275,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 }
 
 // statsKeys are the KEYS of stats.lua.
-func (q *Queue) statsKeys() []string {
+func (q *Partition) statsKeys() []string {
 	k := q.K
 	return []string{k.Delayed, k.Retry, k.Ready, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio, k.DeadPrio}
 }
@@ -293,7 +293,7 @@ func statsOf(res []int64) (Stats, error) {
 
 // SetPaused pauses or resumes the queue for every process (pause.lua) and
 // reports whether the flag changed.
-func (q *Queue) SetPaused(ctx context.Context, paused bool) (bool, error) {
+func (q *Partition) SetPaused(ctx context.Context, paused bool) (bool, error) {
 	flag := "0"
 	if paused {
 		flag = "1"
@@ -303,7 +303,7 @@ func (q *Queue) SetPaused(ctx context.Context, paused bool) (bool, error) {
 }
 
 // Paused reads the queue's pause flag.
-func (q *Queue) Paused(ctx context.Context) (bool, error) {
+func (q *Partition) Paused(ctx context.Context) (bool, error) {
 	return q.c.rdb.HExists(ctx, q.K.Meta, keys.MetaPaused).Result()
 }
 
@@ -321,7 +321,7 @@ const (
 
 // Purge drops every item of the parts, atomically, and returns how many
 // there were (purge.lua).
-func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
+func (q *Partition) Purge(ctx context.Context, parts ...Part) (int64, error) {
 	k := q.K
 	var ks []string
 	var count []any
@@ -361,7 +361,7 @@ func (q *Queue) Purge(ctx context.Context, parts ...Part) (int64, error) {
 // Requeue moves the dead letter e (from Find) back to the ready list
 // (requeue.lua): by its member in the dead letters' priority set, or by
 // its exact bytes in their list; false when it is no longer there.
-func (q *Queue) Requeue(ctx context.Context, e Entry) (bool, error) {
+func (q *Partition) Requeue(ctx context.Context, e Entry) (bool, error) {
 	k := q.K
 	n, err := q.c.eval(ctx, lua.Requeue, []string{k.DeadReady, k.Ready, k.Prio, k.Seq, k.DeadPrio}, e.Data, e.Key).Int64()
 	return n == 1, err
@@ -369,7 +369,7 @@ func (q *Queue) Requeue(ctx context.Context, e Entry) (bool, error) {
 
 // DeleteRetry drops the retry named by its exact member; false when it is
 // no longer there.
-func (q *Queue) DeleteRetry(ctx context.Context, member string) (bool, error) {
+func (q *Partition) DeleteRetry(ctx context.Context, member string) (bool, error) {
 	n, err := q.c.rdb.ZRem(ctx, q.K.Retry, member).Result()
 	return n == 1, err
 }
@@ -377,7 +377,7 @@ func (q *Queue) DeleteRetry(ctx context.Context, member string) (bool, error) {
 // DeleteReady drops the ready item e (from ListReady or Find): by its
 // member in the priority set, or by its exact bytes in the ready list;
 // false when it is no longer there.
-func (q *Queue) DeleteReady(ctx context.Context, e Entry) (bool, error) {
+func (q *Partition) DeleteReady(ctx context.Context, e Entry) (bool, error) {
 	if e.Key != "" {
 		n, err := q.c.rdb.ZRem(ctx, q.K.Prio, e.Key).Result()
 		return n == 1, err
@@ -388,13 +388,13 @@ func (q *Queue) DeleteReady(ctx context.Context, e Entry) (bool, error) {
 
 // DeleteDead drops the dead letter e (from Find), as DeleteReady drops a
 // ready item; false when it is no longer there.
-func (q *Queue) DeleteDead(ctx context.Context, e Entry) (bool, error) {
-	return q.c.Queue(q.K.Dead()).DeleteReady(ctx, e)
+func (q *Partition) DeleteDead(ctx context.Context, e Entry) (bool, error) {
+	return q.c.Partition(q.K.Dead()).DeleteReady(ctx, e)
 }
 
 // DeleteLeased drops a leased item and its lease, atomically; false when
 // the lease is gone. Its consumer's Ack or Nack then finds the lease lost.
-func (q *Queue) DeleteLeased(ctx context.Context, token string) (bool, error) {
+func (q *Partition) DeleteLeased(ctx context.Context, token string) (bool, error) {
 	var del *redis.IntCmd
 	_, err := q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		del = p.HDel(ctx, q.K.Inflight, token)
@@ -410,7 +410,7 @@ func (q *Queue) DeleteLeased(ctx context.Context, token string) (bool, error) {
 // PopN removes and returns up to n of the next ready items without
 // blocking, in take order (see Pop); nil when none. Not resent by go-redis,
 // like Pop.
-func (q *Queue) PopN(ctx context.Context, n int) ([][]byte, error) {
+func (q *Partition) PopN(ctx context.Context, n int) ([][]byte, error) {
 	if q.prio.Load() {
 		return q.popScript(ctx, n, "")
 	}
@@ -449,7 +449,7 @@ func (q *Queue) PopN(ctx context.Context, n int) ([][]byte, error) {
 }
 
 // Meta reads the queue's shared settings: max_attempts, paused, codec.
-func (q *Queue) Meta(ctx context.Context) (map[string]string, error) {
+func (q *Partition) Meta(ctx context.Context) (map[string]string, error) {
 	return q.c.rdb.HGetAll(ctx, q.K.Meta).Result()
 }
 
@@ -458,7 +458,7 @@ func (q *Queue) Meta(ctx context.Context) (map[string]string, error) {
 // ScanChunk entries per round trip. Entries move while it reads, so an
 // item that moves meanwhile may be missed (found is false): callers act on
 // the entry it returns with a script that checks it is still there.
-func (q *Queue) Find(ctx context.Context, p Part, id string, limit int) (e Entry, found bool, err error) {
+func (q *Partition) Find(ctx context.Context, p Part, id string, limit int) (e Entry, found bool, err error) {
 	for off := 0; off < limit; off += ScanChunk {
 		n := min(ScanChunk, limit-off)
 		var page []Entry
@@ -468,7 +468,7 @@ func (q *Queue) Find(ctx context.Context, p Part, id string, limit int) (e Entry
 		case PartReady:
 			page, err = q.listReady(ctx, off, n)
 		case PartDead:
-			page, err = q.c.Queue(q.K.Dead()).listReady(ctx, off, n)
+			page, err = q.c.Partition(q.K.Dead()).listReady(ctx, off, n)
 		case PartInflight:
 			page, err = q.ListLeased(ctx, off, n)
 		default:
@@ -492,7 +492,7 @@ func (q *Queue) Find(ctx context.Context, p Part, id string, limit int) (e Entry
 // Announce records the queue in the registry of queues (keys.Registry),
 // with its codec's name in its meta hash when codec is not empty. Two
 // commands, on different Cluster slots: one round trip per node.
-func (q *Queue) Announce(ctx context.Context, codec string) error {
+func (q *Partition) Announce(ctx context.Context, codec string) error {
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, keys.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
 		if codec != "" {
@@ -525,7 +525,7 @@ type Presence struct {
 // of its keys exist (one EXISTS: they share a hash tag) and the codec its
 // meta hash records. One round trip per node: the registry is on another
 // Cluster slot.
-func (q *Queue) Probe(ctx context.Context) (Presence, error) {
+func (q *Partition) Probe(ctx context.Context) (Presence, error) {
 	k := q.K
 	var reg *redis.FloatCmd
 	var n *redis.IntCmd
@@ -558,6 +558,6 @@ func (q *Queue) Probe(ctx context.Context) (Presence, error) {
 }
 
 // LeaseCount is the number of leases (what ListLeased pages through). O(1).
-func (q *Queue) LeaseCount(ctx context.Context) (int64, error) {
+func (q *Partition) LeaseCount(ctx context.Context) (int64, error) {
 	return q.c.rdb.ZCard(ctx, q.K.Leases).Result()
 }

@@ -17,7 +17,7 @@ import (
 // opening it with more is refused whichever process comes first; a queue
 // that holds items but no record (used before the record existed) is
 // recorded as 1.
-func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
+func (q *Partition) Partitions(ctx context.Context, n int) (int, error) {
 	got, err := q.c.eval(ctx, lua.Partitions, q.partitionsKeys(), n).Text()
 	if err != nil {
 		return 0, err
@@ -26,7 +26,7 @@ func (q *Queue) Partitions(ctx context.Context, n int) (int, error) {
 }
 
 // partitionsKeys are the KEYS of partitions.lua: q's meta hash first.
-func (q *Queue) partitionsKeys() []string {
+func (q *Partition) partitionsKeys() []string {
 	k := q.K
 	return []string{k.Meta, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready,
 		k.Prio, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.DeadPrio, k.Schedules}
@@ -35,7 +35,7 @@ func (q *Queue) partitionsKeys() []string {
 // StatsPartitions is Stats of q, and Partitions(n) of part0 (the queue's
 // partition 0, q itself without partitions), in one round trip: the
 // overview of many queues reads each in one.
-func (q *Queue) StatsPartitions(ctx context.Context, part0 *Queue, n int) (Stats, int, error) {
+func (q *Partition) StatsPartitions(ctx context.Context, part0 *Partition, n int) (Stats, int, error) {
 	var parts, st *redis.Cmd
 	_, _ = q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		parts = lua.Partitions.EvalSha(ctx, p, part0.partitionsKeys(), n)
@@ -69,7 +69,7 @@ func (q *Queue) StatsPartitions(ctx context.Context, part0 *Queue, n int) (Stats
 // RecordedPartitions reads the queue's number of partitions from its meta
 // hash (1 when none is recorded) and records nothing: for a process that
 // follows the queue's layout rather than opening it with one.
-func (q *Queue) RecordedPartitions(ctx context.Context) (int, error) {
+func (q *Partition) RecordedPartitions(ctx context.Context) (int, error) {
 	got, err := q.c.rdb.HGet(ctx, q.K.Meta, keys.MetaPartitions).Result()
 	if errors.Is(err, redis.Nil) {
 		return 1, nil
@@ -81,7 +81,7 @@ func (q *Queue) RecordedPartitions(ctx context.Context) (int, error) {
 }
 
 // partitionsOf parses a recorded number of partitions.
-func (q *Queue) partitionsOf(got string) (int, error) {
+func (q *Partition) partitionsOf(got string) (int, error) {
 	v, err := strconv.Atoi(got)
 	if err != nil || v < 1 || v > keys.MaxPartitions {
 		return 0, errors.New("field " + keys.MetaPartitions + " of " + q.K.Meta + " is no number of partitions: " + strconv.Quote(got))

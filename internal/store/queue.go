@@ -29,11 +29,11 @@ const ClaimedHold = 30 * time.Second
 // same call to find: longer than go-redis's resends and a held packet.
 const LaneTTL = 60 * time.Second
 
-// Queue is the Redis side of one queue: its keys and every operation on
+// Partition is the Redis side of one queue partition: its keys and every operation on
 // them.
-type Queue struct {
+type Partition struct {
 	c *Client
-	K keys.Queue
+	K keys.Set
 	// prio: this process has seen the queue's priority marker, so its
 	// pops go through pop.lua (see Pop).
 	prio atomic.Bool
@@ -52,16 +52,16 @@ const marker = "\x00"
 // (WaitClaim) can return: the caller takes with TakeMarked instead.
 func IsMarker(b []byte) bool { return len(b) == 1 && b[0] == 0 }
 
-// Queue returns the operations on the queue with keys k.
-func (c *Client) Queue(k keys.Queue) *Queue { return &Queue{c: c, K: k} }
+// Partition returns the operations on the queue partition with keys k.
+func (c *Client) Partition(k keys.Set) *Partition { return &Partition{c: c, K: k} }
 
 // Client returns the client q runs on.
-func (q *Queue) Client() *Client { return q.c }
+func (q *Partition) Client() *Client { return q.c }
 
 // SetDeadLetters marks q as a queue of dead letters, before its first use:
 // its receives (Lease) lease every item, whatever deadline (WithTTL) it
 // carries, since an item's deadline ends when it is dead-lettered.
-func (q *Queue) SetDeadLetters() { q.dead = true }
+func (q *Partition) SetDeadLetters() { q.dead = true }
 
 // OfferItem is one item of an offer call.
 type OfferItem struct {
@@ -74,7 +74,7 @@ type OfferItem struct {
 // write runs a script that offers or settles: as eval does, or, with
 // replica acknowledgement, followed by WAIT (werr wraps ErrNotReplicated
 // when WAIT did not confirm the script's writes).
-func (q *Queue) write(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, werr error) {
+func (q *Partition) write(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, werr error) {
 	if q.ack == nil {
 		return q.c.eval(ctx, s, keys, args...), nil
 	}
@@ -86,7 +86,7 @@ func (q *Queue) write(ctx context.Context, s *redis.Script, keys []string, args 
 // queue's bound (0: none): each item that does not fit is refused
 // (lua.OfferFull). With replica acknowledgement, an error wrapping
 // ErrNotReplicated comes with the statuses: the call ran on the master.
-func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, items []OfferItem) ([]OfferStatus, error) {
+func (q *Partition) Offer(ctx context.Context, lane, nonce string, bound int64, items []OfferItem) ([]OfferStatus, error) {
 	cmd, werr := q.write(ctx, lua.Offer, q.offerKeys(lane, 0, ""), q.offerArgs(nonce, bound, 0, 0, items)...)
 	res, err := cmd.Int64Slice()
 	if err != nil {
@@ -100,7 +100,7 @@ func (q *Queue) Offer(ctx context.Context, lane, nonce string, bound int64, item
 
 // offerKeys are offer.lua's keys for a call on lane, of a bounded batch
 // with pass when batch > 0.
-func (q *Queue) offerKeys(lane string, batch int, pass string) []string {
+func (q *Partition) offerKeys(lane string, batch int, pass string) []string {
 	k := q.K
 	passKey := k.Meta // any key of the queue: unused without a batch
 	if batch > 0 {
@@ -110,7 +110,7 @@ func (q *Queue) offerKeys(lane string, batch int, pass string) []string {
 }
 
 // offerArgs are offer.lua's arguments (see OfferCall for the bound's).
-func (q *Queue) offerArgs(nonce string, bound int64, batch, offset int, items []OfferItem) []any {
+func (q *Partition) offerArgs(nonce string, bound int64, batch, offset int, items []OfferItem) []any {
 	argv := make([]any, 6, 6+4*len(items))
 	argv[0], argv[1], argv[2] = q.K.Wake, nonce, LaneTTL.Milliseconds()
 	argv[3], argv[4], argv[5] = bound, batch, offset
@@ -132,7 +132,7 @@ const (
 // unique window, µs; bound is the queue's bound (0: none). It returns
 // upsert.lua's status, with an error wrapping ErrNotReplicated when
 // replicas did not confirm it.
-func (q *Queue) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us, bound int64) (OfferStatus, error) {
+func (q *Partition) Upsert(ctx context.Context, lane, nonce string, it OfferItem, dup byte, us, bound int64) (OfferStatus, error) {
 	k := q.K
 	cmd, werr := q.write(ctx, lua.Upsert,
 		[]string{k.Delayed, k.Items, k.Seq, k.Ready, k.Retry, k.Lane(lane), k.Unique(it.ID), k.Prio},
@@ -167,7 +167,7 @@ type OfferCall struct {
 // replica acknowledgement, one WAIT follows the calls (it covers every
 // earlier write of the connection); when it does not confirm them, each
 // call that ran has its Statuses and an Err wrapping ErrNotReplicated.
-func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic bool) {
+func (q *Partition) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic bool) {
 	if q.ack != nil {
 		q.offerPipelinedReplicated(ctx, calls, atomic)
 		return
@@ -220,7 +220,7 @@ func (q *Queue) OfferPipelined(ctx context.Context, calls []*OfferCall, atomic b
 // offerPipelinedReplicated is OfferPipelined with a WAIT after the calls.
 // With atomic, the calls go in MULTI/EXEC and WAIT after EXEC (WAIT does
 // not block inside a transaction).
-func (q *Queue) offerPipelinedReplicated(ctx context.Context, calls []*OfferCall, atomic bool) {
+func (q *Partition) offerPipelinedReplicated(ctx context.Context, calls []*OfferCall, atomic bool) {
 	cmds := make([]*redis.Cmd, len(calls))
 	scripts := func(p redis.Pipeliner, whole bool) []redis.Cmder {
 		check := make([]redis.Cmder, len(calls))
@@ -276,7 +276,7 @@ func (q *Queue) offerPipelinedReplicated(ctx context.Context, calls []*OfferCall
 // A queue whose items all have priority 0 is popped with one RPOP. Once it
 // meets the priority marker (the ready list's tail whenever the priority
 // set holds items), q pops with pop.lua for good.
-func (q *Queue) Pop(ctx context.Context) ([]byte, error) {
+func (q *Partition) Pop(ctx context.Context) ([]byte, error) {
 	if !q.prio.Load() {
 		b, err := q.c.do(ctx, false, "rpop", q.K.Ready).Text()
 		if errors.Is(err, redis.Nil) {
@@ -300,7 +300,7 @@ func (q *Queue) Pop(ctx context.Context) ([]byte, error) {
 // TakeMarked takes the next ready item for a blocking wait that returned
 // the priority marker (the marker leaves the claimed list): nil when none
 // is left. Not resent, like Pop.
-func (q *Queue) TakeMarked(ctx context.Context) ([]byte, error) {
+func (q *Partition) TakeMarked(ctx context.Context) ([]byte, error) {
 	q.prio.Store(true)
 	envs, err := q.popScript(ctx, 1, marker)
 	if err != nil || len(envs) == 0 {
@@ -310,7 +310,7 @@ func (q *Queue) TakeMarked(ctx context.Context) ([]byte, error) {
 }
 
 // popScript runs pop.lua without resends.
-func (q *Queue) popScript(ctx context.Context, n int, claimed string) ([][]byte, error) {
+func (q *Partition) popScript(ctx context.Context, n int, claimed string) ([][]byte, error) {
 	k := q.K
 	vals, err := q.c.evalOnce(ctx, lua.Pop, []string{k.Ready, k.Prio, k.Claimed}, n, claimed).StringSlice()
 	if errors.Is(err, redis.Nil) {
@@ -331,7 +331,7 @@ func (q *Queue) popScript(ctx context.Context, n int, claimed string) ([][]byte,
 // with nothing ready). Waiting writes nothing, and Redis hands each item to
 // one waiting client. An item whose reply is lost stays in the claimed list
 // until the reclaimer gives it back (ClaimedHold): nothing is lost.
-func (q *Queue) WaitClaim(ctx context.Context, block time.Duration) ([]byte, error) {
+func (q *Partition) WaitClaim(ctx context.Context, block time.Duration) ([]byte, error) {
 	k := q.K
 	var b string
 	var err error
@@ -355,7 +355,7 @@ func (q *Queue) WaitClaim(ctx context.Context, block time.Duration) ([]byte, err
 // WaitSlot blocks for at most block until a consumer under the queue's
 // concurrency limit ends a lease (FreeSlots) and takes that wake-up: the
 // caller then tries to lease again. Waiting writes nothing.
-func (q *Queue) WaitSlot(ctx context.Context, block time.Duration) error {
+func (q *Partition) WaitSlot(ctx context.Context, block time.Duration) error {
 	var err error
 	if q.c.block > 0 {
 		err = q.c.do(ctx, true, "blpop", q.K.Slots, secs(block)).Err()
@@ -372,7 +372,7 @@ func (q *Queue) WaitSlot(ctx context.Context, block time.Duration) error {
 // The list holds at most limit wake-ups (the concurrency limit), so ends
 // that nobody waited for cost one spare try each, and it expires when
 // unused.
-func (q *Queue) FreeSlots(ctx context.Context, n, limit int) error {
+func (q *Partition) FreeSlots(ctx context.Context, n, limit int) error {
 	if n <= 0 {
 		return nil
 	}
@@ -393,13 +393,13 @@ func (q *Queue) FreeSlots(ctx context.Context, n, limit int) error {
 // in the claimed list. A resent Confirm finds nothing, so the caller tells
 // "already taken by my first send" from "given back by the reclaimer" by
 // how long ago it claimed the item (see ClaimedHold).
-func (q *Queue) Confirm(ctx context.Context, env []byte) (bool, error) {
+func (q *Partition) Confirm(ctx context.Context, env []byte) (bool, error) {
 	n, err := q.c.do(ctx, true, "lrem", q.K.Claimed, 1, env).Int64()
 	return n == 1, err
 }
 
 // Unclaim gives a claimed item back to the head of the ready list.
-func (q *Queue) Unclaim(ctx context.Context, env []byte) (bool, error) {
+func (q *Partition) Unclaim(ctx context.Context, env []byte) (bool, error) {
 	k := q.K
 	n, err := q.c.eval(ctx, lua.Unclaim, []string{k.Claimed, k.Ready, k.Prio, k.Seq}, env).Int64()
 	return n == 1, err
@@ -407,7 +407,7 @@ func (q *Queue) Unclaim(ctx context.Context, env []byte) (bool, error) {
 
 // PushBack puts popped items back first in line, each where its priority
 // sends it (giveback.lua); envs[0] is taken first.
-func (q *Queue) PushBack(ctx context.Context, envs ...[]byte) error {
+func (q *Partition) PushBack(ctx context.Context, envs ...[]byte) error {
 	if len(envs) == 0 {
 		return nil
 	}
@@ -420,7 +420,7 @@ func (q *Queue) PushBack(ctx context.Context, envs ...[]byte) error {
 }
 
 // DeadLetter appends raw bytes to the dead letters as they are.
-func (q *Queue) DeadLetter(ctx context.Context, raw []byte) error {
+func (q *Partition) DeadLetter(ctx context.Context, raw []byte) error {
 	return q.c.do(ctx, true, "lpush", q.K.DeadReady, raw).Err()
 }
 
@@ -471,7 +471,7 @@ var ErrPaused = errors.New("store: queue paused")
 // prefix+index, claimed first when not nil. nil when nothing was ready;
 // ErrPaused when the queue is paused. Items past their deadline go to the
 // dead letters instead, unless q holds dead letters (SetDeadLetters).
-func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix string, claimed []byte, lim Limits) ([]Leased, error) {
+func (q *Partition) Lease(ctx context.Context, vis time.Duration, max int, prefix string, claimed []byte, lim Limits) ([]Leased, error) {
 	k := q.K
 	if claimed == nil {
 		claimed = []byte{}
@@ -527,7 +527,7 @@ func (q *Queue) Lease(ctx context.Context, vis time.Duration, max int, prefix st
 // With replica acknowledgement a WAIT follows in the same round trip, and
 // when it does not confirm the acks, each token's result comes with an
 // error wrapping ErrNotReplicated.
-func (q *Queue) Ack(ctx context.Context, tokens []string) ([]bool, []error) {
+func (q *Partition) Ack(ctx context.Context, tokens []string) ([]bool, []error) {
 	if q.ack != nil {
 		return q.ackReplicated(ctx, tokens)
 	}
@@ -556,7 +556,7 @@ func (q *Queue) Ack(ctx context.Context, tokens []string) ([]bool, []error) {
 }
 
 // ackReplicated is Ack followed by WAIT on the same connection.
-func (q *Queue) ackReplicated(ctx context.Context, tokens []string) ([]bool, []error) {
+func (q *Partition) ackReplicated(ctx context.Context, tokens []string) ([]bool, []error) {
 	k := q.K
 	dels := make([]*redis.IntCmd, len(tokens))
 	var wait *redis.IntCmd
@@ -605,7 +605,7 @@ type Settle struct {
 // Settle runs settle.lua and returns its status (lua.Settle*) and the
 // queue's max attempts; with replica acknowledgement, an error wrapping
 // ErrNotReplicated comes with them when replicas did not confirm it.
-func (q *Queue) Settle(ctx context.Context, s Settle) (outcome SettleOutcome, maxAttempts int64, err error) {
+func (q *Partition) Settle(ctx context.Context, s Settle) (outcome SettleOutcome, maxAttempts int64, err error) {
 	k := q.K
 	mode := "retry"
 	if s.Dead {
@@ -630,7 +630,7 @@ func (q *Queue) Settle(ctx context.Context, s Settle) (outcome SettleOutcome, ma
 
 // Extend moves the deadlines of the leases named by tokens to now + by,
 // in one call, and reports per token whether the lease was still held.
-func (q *Queue) Extend(ctx context.Context, by time.Duration, tokens []string) ([]bool, error) {
+func (q *Partition) Extend(ctx context.Context, by time.Duration, tokens []string) ([]bool, error) {
 	k := q.K
 	args := make([]any, 1, 1+len(tokens))
 	args[0] = by.Milliseconds()
@@ -653,7 +653,7 @@ func (q *Queue) Extend(ctx context.Context, by time.Duration, tokens []string) (
 
 // Release gives leased items back to the head of the ready list without
 // counting an attempt, and returns how many were still held.
-func (q *Queue) Release(ctx context.Context, tokens []string) (int64, error) {
+func (q *Partition) Release(ctx context.Context, tokens []string) (int64, error) {
 	if len(tokens) == 0 {
 		return 0, nil
 	}
@@ -677,7 +677,7 @@ type Moved struct {
 }
 
 // Transfer moves up to batch due items to the ready list.
-func (q *Queue) Transfer(ctx context.Context, batch int) (Moved, error) {
+func (q *Partition) Transfer(ctx context.Context, batch int) (Moved, error) {
 	k := q.K
 	res, err := q.c.eval(ctx, lua.Transfer, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Meta, k.ScheduleDue, k.Prio, k.Seq}, batch).Int64Slice()
 	if err != nil {
@@ -702,7 +702,7 @@ type Reclaimed struct {
 // Reclaim makes up to batch expired leases ready again (or dead-letters
 // them after their last attempt) and gives back items stranded in the
 // claimed list.
-func (q *Queue) Reclaim(ctx context.Context, batch, fallbackMax int) (Reclaimed, error) {
+func (q *Partition) Reclaim(ctx context.Context, batch, fallbackMax int) (Reclaimed, error) {
 	k := q.K
 	res, err := q.c.eval(ctx, lua.Reclaim,
 		[]string{k.Leases, k.Inflight, k.Ready, k.Meta, k.Claimed, k.Seen, k.DeadReady, k.Prio, k.Seq},
@@ -727,7 +727,7 @@ func (q *Queue) Reclaim(ctx context.Context, batch, fallbackMax int) (Reclaimed,
 }
 
 // Remove cancels the pending delayed item id.
-func (q *Queue) Remove(ctx context.Context, id string) (bool, error) {
+func (q *Partition) Remove(ctx context.Context, id string) (bool, error) {
 	k := q.K
 	n, err := q.c.eval(ctx, lua.Remove, []string{k.Delayed, k.Items}, id).Int64()
 	return n == 1, err
@@ -736,29 +736,29 @@ func (q *Queue) Remove(ctx context.Context, id string) (bool, error) {
 // ReadyLen is the number of ready items: the ready list's (less the
 // priority marker at its tail) and the priority set's (size.lua, which
 // counts as every count of ready items does).
-func (q *Queue) ReadyLen(ctx context.Context) (int64, error) {
+func (q *Partition) ReadyLen(ctx context.Context) (int64, error) {
 	return q.c.eval(ctx, lua.Size, []string{q.K.Ready, q.K.Prio}).Int64()
 }
 
 // DelayedLen is the number of pending delayed items (retries not counted).
-func (q *Queue) DelayedLen(ctx context.Context) (int64, error) {
+func (q *Partition) DelayedLen(ctx context.Context) (int64, error) {
 	return q.c.rdb.ZCard(ctx, q.K.Delayed).Result()
 }
 
 // ClearDelayed drops every pending delayed item (retries are kept).
-func (q *Queue) ClearDelayed(ctx context.Context) error {
+func (q *Partition) ClearDelayed(ctx context.Context) error {
 	return q.c.rdb.Unlink(ctx, q.K.Delayed, q.K.Items).Err()
 }
 
 // Redrive moves up to batch dead letters back to the ready list.
-func (q *Queue) Redrive(ctx context.Context, batch int) (int64, error) {
+func (q *Partition) Redrive(ctx context.Context, batch int) (int64, error) {
 	k := q.K
 	return q.c.eval(ctx, lua.Redrive, []string{k.DeadReady, k.Ready, k.Prio, k.Seq, k.DeadPrio}, batch).Int64()
 }
 
 // SetMaxAttempts records the queue's limit, shared by every process, and
 // returns the one recorded before (0 when none).
-func (q *Queue) SetMaxAttempts(ctx context.Context, n int) (int64, error) {
+func (q *Partition) SetMaxAttempts(ctx context.Context, n int) (int64, error) {
 	var prev *redis.StringCmd
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		prev = p.HGet(ctx, q.K.Meta, keys.MetaMaxAttempts)

@@ -54,7 +54,7 @@ func (c *Client) CheckReplicaAck(n int, timeout time.Duration) error {
 // write not confirmed in time returns an error wrapping ErrNotReplicated
 // (with the write's result). Call it before q is used; the arguments were
 // checked with CheckReplicaAck. n 0 turns it off.
-func (q *Queue) SetReplicaAck(n int, timeout time.Duration) {
+func (q *Partition) SetReplicaAck(n int, timeout time.Duration) {
 	if n <= 0 {
 		q.ack = nil
 		return
@@ -66,7 +66,7 @@ func (q *Queue) SetReplicaAck(n int, timeout time.Duration) {
 // connection, in one round trip. cmd is the script's reply; werr is nil
 // when WAIT confirmed it, or wraps ErrNotReplicated (also when WAIT
 // itself failed: the script ran). On a script error werr is nil.
-func (q *Queue) replicatedEval(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, werr error) {
+func (q *Partition) replicatedEval(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, werr error) {
 	var wait *redis.IntCmd
 	err := q.pipelineOnMaster(ctx, keys[0], func(p redis.Pipeliner, whole bool) []redis.Cmder {
 		if whole {
@@ -131,7 +131,7 @@ func (a *replicaAck) check(wait *redis.IntCmd) error {
 // tryAgainFor; so is one that could not be sent (notSent). Any other
 // failure is left in the commands for the caller: go-redis does not
 // resend the pipeline (see replicaAck.send).
-func (q *Queue) pipelineOnMaster(ctx context.Context, key string, fill func(p redis.Pipeliner, whole bool) []redis.Cmder) error {
+func (q *Partition) pipelineOnMaster(ctx context.Context, key string, fill func(p redis.Pipeliner, whole bool) []redis.Cmder) error {
 	cc, cluster := q.c.rdb.(*redis.ClusterClient)
 	deadline := time.Now().Add(tryAgainFor)
 	noscript := false
@@ -182,7 +182,7 @@ func (q *Queue) pipelineOnMaster(ctx context.Context, key string, fill func(p re
 // NOSCRIPT ran nothing and is sent again with whole scripts; other
 // failures are left in the commands (there is no MOVED or TRYAGAIN retry
 // here: the batch fails and may be offered again).
-func (q *Queue) txOnMaster(ctx context.Context, key string, fill func(p redis.Pipeliner, whole bool) []redis.Cmder) (*redis.IntCmd, error) {
+func (q *Partition) txOnMaster(ctx context.Context, key string, fill func(p redis.Pipeliner, whole bool) []redis.Cmder) (*redis.IntCmd, error) {
 	var target redis.UniversalClient = q.c.rdb
 	if cc, ok := q.c.rdb.(*redis.ClusterClient); ok {
 		node, err := cc.MasterForKey(ctx, key)

@@ -16,7 +16,7 @@ import (
 
 // ScheduleRecord reads schedule name's record; found is false when there
 // is none.
-func (q *Queue) ScheduleRecord(ctx context.Context, name string) (rec string, found bool, err error) {
+func (q *Partition) ScheduleRecord(ctx context.Context, name string) (rec string, found bool, err error) {
 	rec, err = q.c.rdb.HGet(ctx, q.K.Schedules, name).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
@@ -25,13 +25,13 @@ func (q *Queue) ScheduleRecord(ctx context.Context, name string) (rec string, fo
 }
 
 // ScheduleRecords reads every schedule's record, by name.
-func (q *Queue) ScheduleRecords(ctx context.Context) (map[string]string, error) {
+func (q *Partition) ScheduleRecords(ctx context.Context) (map[string]string, error) {
 	return q.c.rdb.HGetAll(ctx, q.K.Schedules).Result()
 }
 
 // DueSchedules returns up to limit names of schedules whose next tick must
 // be materialized by nowMs.
-func (q *Queue) DueSchedules(ctx context.Context, nowMs int64, limit int) ([]string, error) {
+func (q *Partition) DueSchedules(ctx context.Context, nowMs int64, limit int) ([]string, error) {
 	return q.c.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
 		Key: q.K.ScheduleDue, Start: "-inf", Stop: strconv.FormatInt(nowMs, 10), ByScore: true, Count: int64(limit),
 	}).Result()
@@ -40,7 +40,7 @@ func (q *Queue) DueSchedules(ctx context.Context, nowMs int64, limit int) ([]str
 // SchedulePut stores schedule name's record and tick envelope if its
 // record is still old ("" for none), and removes the pending ticks drop
 // (schedule_put.lua). false: the record changed meanwhile.
-func (q *Queue) SchedulePut(ctx context.Context, name, old, rec string, env []byte, dueMs int64, drop []string) (bool, error) {
+func (q *Partition) SchedulePut(ctx context.Context, name, old, rec string, env []byte, dueMs int64, drop []string) (bool, error) {
 	k := q.K
 	args := []any{k.Wake, name, old, rec, env, dueMs}
 	for _, id := range drop {
@@ -59,7 +59,7 @@ type Tick struct {
 // ScheduleAdvance offers ticks and sets schedule name's record to rec if
 // it is still old (schedule_advance.lua); it returns the number of ticks
 // offered, or -1 when the record changed or is gone.
-func (q *Queue) ScheduleAdvance(ctx context.Context, name, old, rec string, dueMs int64, ticks []Tick) (int64, error) {
+func (q *Partition) ScheduleAdvance(ctx context.Context, name, old, rec string, dueMs int64, ticks []Tick) (int64, error) {
 	k := q.K
 	args := []any{k.Wake, name, old, rec, dueMs}
 	for _, t := range ticks {
@@ -72,7 +72,7 @@ func (q *Queue) ScheduleAdvance(ctx context.Context, name, old, rec string, dueM
 // ScheduleRemove deletes schedule name and its pending ticks drop if its
 // record is still old ("" for none) (schedule_remove.lua): 1 deleted, 0
 // there was none, -1 the record changed meanwhile.
-func (q *Queue) ScheduleRemove(ctx context.Context, name, old string, drop []string) (int64, error) {
+func (q *Partition) ScheduleRemove(ctx context.Context, name, old string, drop []string) (int64, error) {
 	k := q.K
 	args := []any{name, old}
 	for _, id := range drop {
@@ -85,7 +85,7 @@ func (q *Queue) ScheduleRemove(ctx context.Context, name, old string, drop []str
 // still old ("" for none: its due entry is removed instead)
 // (schedule_park.lua): 1 set aside, 0 due entry removed, -1 the record
 // changed meanwhile.
-func (q *Queue) SchedulePark(ctx context.Context, name, old string, untilMs int64) (int64, error) {
+func (q *Partition) SchedulePark(ctx context.Context, name, old string, untilMs int64) (int64, error) {
 	k := q.K
 	return q.c.eval(ctx, lua.SchedulePark, []string{k.Schedules, k.ScheduleDue}, name, old, untilMs).Int64()
 }

@@ -23,7 +23,7 @@ import (
 // a receive span linked to the send span's context, the consumed count,
 // lateness and receive duration.
 func BenchmarkInstrumentation(b *testing.B) {
-	run := func(b *testing.B, q *telemetry.Queue) {
+	run := func(b *testing.B, q *telemetry.Recorder) {
 		ctx := context.Background()
 		due := time.Now()
 		b.ReportAllocs()
@@ -49,7 +49,7 @@ func BenchmarkInstrumentation(b *testing.B) {
 // of) the send span's context, its duration, and an ack span under it with
 // its duration.
 func BenchmarkConsumeInstrumentation(b *testing.B) {
-	run := func(b *testing.B, q *telemetry.Queue, headers map[string]string) {
+	run := func(b *testing.B, q *telemetry.Recorder, headers map[string]string) {
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {

@@ -15,7 +15,7 @@ import (
 // maxmemory-policy as last read, no network call) evicts, 0 when it does
 // not, nothing while it is unknown (""). The returned function
 // unregisters it.
-func (q *Queue) RegisterEviction(policy func() string) (unregister func()) {
+func (q *Recorder) RegisterEviction(policy func() string) (unregister func()) {
 	if q == nil || q.meter == nil {
 		return func() {}
 	}

@@ -25,7 +25,7 @@ type Reading struct {
 // call of read per collection. The returned function unregisters them: a
 // registration holds read, and with it the queue, so it lasts only while
 // the queue runs background work.
-func (q *Queue) RegisterGauges(read func(context.Context) (Reading, error)) (unregister func()) {
+func (q *Recorder) RegisterGauges(read func(context.Context) (Reading, error)) (unregister func()) {
 	if q == nil || q.meter == nil {
 		return func() {}
 	}

@@ -99,7 +99,7 @@ type Msg struct {
 // begin starts an operation: its span, under ctx's, with opts, the start
 // time and links, when tracing; the clock read when the span or the
 // operation's duration needs it.
-func (q *Queue) begin(ctx context.Context, m *mode, op operation, name string, opts []trace.SpanStartOption, links []trace.Link) (context.Context, Op) {
+func (q *Recorder) begin(ctx context.Context, m *mode, op operation, name string, opts []trace.SpanStartOption, links []trace.Link) (context.Context, Op) {
 	measured := q.duration(op).Enabled(ctx)
 	if !m.tracing && !measured {
 		return ctx, Op{}
@@ -121,7 +121,7 @@ func (q *Queue) begin(ctx context.Context, m *mode, op operation, name string, o
 }
 
 // duration is the histogram of op's duration.
-func (q *Queue) duration(op operation) metric.Float64Histogram {
+func (q *Recorder) duration(op operation) metric.Float64Histogram {
 	if op == opProcess {
 		return q.processDuration
 	}
@@ -131,7 +131,7 @@ func (q *Queue) duration(op operation) metric.Float64Histogram {
 // finish ends o: records its duration, and ends its span; when err is not
 // nil, both say error.type, which finish returns, and the span records err
 // and an error status.
-func (q *Queue) finish(ctx context.Context, o Op, err error) (errType string) {
+func (q *Recorder) finish(ctx context.Context, o Op, err error) (errType string) {
 	if err == nil && !o.traced && !o.measured {
 		return ""
 	}
@@ -170,19 +170,19 @@ func withError(attrs []attribute.KeyValue, errType string) []attribute.KeyValue 
 // StartSend starts one offer: its PRODUCER span, whose context is the
 // item's creation context, returned in the headers that carry it (nil
 // when the propagator writes nothing).
-func (q *Queue) StartSend(ctx context.Context, id string, delay time.Duration) (context.Context, Op, map[string]string) {
+func (q *Recorder) StartSend(ctx context.Context, id string, delay time.Duration) (context.Context, Op, map[string]string) {
 	return q.startSend(ctx, id, -1, delay)
 }
 
 // StartSendBatch starts an offer of n items at once, with one PRODUCER
 // span; every item of the batch carries the returned headers.
-func (q *Queue) StartSendBatch(ctx context.Context, n int, delay time.Duration) (context.Context, Op, map[string]string) {
+func (q *Recorder) StartSendBatch(ctx context.Context, n int, delay time.Duration) (context.Context, Op, map[string]string) {
 	return q.startSend(ctx, "", n, delay)
 }
 
 // startSend starts a send of the item id (batch < 0) or of a batch of
 // that many items.
-func (q *Queue) startSend(ctx context.Context, id string, batch int, delay time.Duration) (context.Context, Op, map[string]string) {
+func (q *Recorder) startSend(ctx context.Context, id string, batch int, delay time.Duration) (context.Context, Op, map[string]string) {
 	if q == nil {
 		return ctx, Op{}, nil
 	}
@@ -200,7 +200,7 @@ func (q *Queue) startSend(ctx context.Context, id string, batch int, delay time.
 
 // inject writes ctx's trace context into new headers (nil when the
 // propagator writes nothing).
-func (q *Queue) inject(ctx context.Context, m *mode) map[string]string {
+func (q *Recorder) inject(ctx context.Context, m *mode) map[string]string {
 	if !m.propagating {
 		return nil // no carrier to allocate for a propagator without fields
 	}
@@ -212,7 +212,7 @@ func (q *Queue) inject(ctx context.Context, m *mode) map[string]string {
 // Sent ends an offer of n items (recording err) and counts them: the
 // messages the producer attempted to send, with error.type when the offer
 // failed.
-func (q *Queue) Sent(ctx context.Context, o Op, n int, err error) {
+func (q *Recorder) Sent(ctx context.Context, o Op, n int, err error) {
 	if q == nil {
 		return
 	}
@@ -229,7 +229,7 @@ func (q *Queue) Sent(ctx context.Context, o Op, n int, err error) {
 // Consumed records one item handed out (taken, received, or leased for a
 // Consume handler): the consumed count, and its lateness when due is
 // known.
-func (q *Queue) Consumed(ctx context.Context, due time.Time) {
+func (q *Recorder) Consumed(ctx context.Context, due time.Time) {
 	if q == nil {
 		return
 	}
@@ -243,7 +243,7 @@ func (q *Queue) Consumed(ctx context.Context, due time.Time) {
 // returned msg: its CLIENT receive span under ctx's, linked to the item's
 // creation context, and its duration, from start (when the call began, or
 // the item fell due if later) to now.
-func (q *Queue) Received(ctx context.Context, start time.Time, msg Msg) {
+func (q *Recorder) Received(ctx context.Context, start time.Time, msg Msg) {
 	if q != nil {
 		q.received(ctx, start, msg, nil)
 	}
@@ -251,14 +251,14 @@ func (q *Queue) Received(ctx context.Context, start time.Time, msg Msg) {
 
 // ReceivedBatch is Received for a batch call (TakeBatch, ReceiveBatch):
 // one span for all of msgs, linked to each one's creation context.
-func (q *Queue) ReceivedBatch(ctx context.Context, start time.Time, msgs []Msg) {
+func (q *Recorder) ReceivedBatch(ctx context.Context, start time.Time, msgs []Msg) {
 	if q != nil && len(msgs) > 0 {
 		q.received(ctx, start, Msg{}, msgs)
 	}
 }
 
 // received records a receive of one (batch nil) or a batch.
-func (q *Queue) received(ctx context.Context, start time.Time, one Msg, batch []Msg) {
+func (q *Recorder) received(ctx context.Context, start time.Time, one Msg, batch []Msg) {
 	m := q.current()
 	measured := q.opDuration.Enabled(ctx)
 	if !m.tracing && !measured {
@@ -309,7 +309,7 @@ func (q *Queue) received(ctx context.Context, start time.Time, one Msg, batch []
 
 // links appends a link to the creation context the headers carry, if
 // any.
-func (q *Queue) links(links []trace.Link, headers map[string]string) []trace.Link {
+func (q *Recorder) links(links []trace.Link, headers map[string]string) []trace.Link {
 	if c := q.creation(headers); c.IsValid() {
 		links = append(links, trace.Link{SpanContext: c})
 	}
@@ -320,7 +320,7 @@ func (q *Queue) links(links []trace.Link, headers map[string]string) []trace.Lin
 // to the item's creation context, and a child of it unless ctx has a span
 // (then a child of that one). The returned context carries the span, or,
 // when not tracing, the creation context as a remote parent.
-func (q *Queue) StartProcess(ctx context.Context, id string, attempt int, headers map[string]string) (context.Context, Op) {
+func (q *Recorder) StartProcess(ctx context.Context, id string, attempt int, headers map[string]string) (context.Context, Op) {
 	if q == nil {
 		return ctx, Op{}
 	}
@@ -344,7 +344,7 @@ func (q *Queue) StartProcess(ctx context.Context, id string, attempt int, header
 
 // Within returns ctx carrying o's span, when o has one: what an operation
 // done on the behalf of o after o ends hangs under.
-func (q *Queue) Within(ctx context.Context, o Op) context.Context {
+func (q *Recorder) Within(ctx context.Context, o Op) context.Context {
 	if q == nil || !o.traced {
 		return ctx
 	}
@@ -353,7 +353,7 @@ func (q *Queue) Within(ctx context.Context, o Op) context.Context {
 
 // Processed ends a handler call that returned err, and records its
 // duration.
-func (q *Queue) Processed(ctx context.Context, o Op, err error) {
+func (q *Recorder) Processed(ctx context.Context, o Op, err error) {
 	if q != nil {
 		q.finish(ctx, o, err)
 	}
@@ -361,7 +361,7 @@ func (q *Queue) Processed(ctx context.Context, o Op, err error) {
 
 // StartSettle starts the settlement s of the delivery of item id: its
 // CLIENT span under ctx's, linked to the item's creation context.
-func (q *Queue) StartSettle(ctx context.Context, s Settlement, id string, headers map[string]string) (context.Context, Op) {
+func (q *Recorder) StartSettle(ctx context.Context, s Settlement, id string, headers map[string]string) (context.Context, Op) {
 	if q == nil {
 		return ctx, Op{}
 	}
@@ -379,7 +379,7 @@ func (q *Queue) StartSettle(ctx context.Context, s Settlement, id string, header
 
 // Settled ends a settlement that returned err; dead says it moved the item
 // to the dead letters.
-func (q *Queue) Settled(ctx context.Context, o Op, dead bool, err error) {
+func (q *Recorder) Settled(ctx context.Context, o Op, dead bool, err error) {
 	if q == nil {
 		return
 	}
@@ -390,21 +390,21 @@ func (q *Queue) Settled(ctx context.Context, o Op, dead bool, err error) {
 }
 
 // Acked counts acked deliveries.
-func (q *Queue) Acked(ctx context.Context, n int) {
+func (q *Recorder) Acked(ctx context.Context, n int) {
 	if q != nil && n > 0 {
 		q.acked.Add(ctx, int64(n), q.ownAddOpts...)
 	}
 }
 
 // Nacked counts deliveries given back for a retry.
-func (q *Queue) Nacked(ctx context.Context) {
+func (q *Recorder) Nacked(ctx context.Context) {
 	if q != nil {
 		q.nacked.Add(ctx, 1, q.ownAddOpts...)
 	}
 }
 
 // DeadLettered counts items moved to the dead letters.
-func (q *Queue) DeadLettered(ctx context.Context, n int) {
+func (q *Recorder) DeadLettered(ctx context.Context, n int) {
 	if q != nil && n > 0 {
 		q.dead.Add(ctx, int64(n), q.ownAddOpts...)
 	}
@@ -412,7 +412,7 @@ func (q *Queue) DeadLettered(ctx context.Context, n int) {
 
 // Expired counts items past their TTL, moved to the dead letters instead
 // of being delivered (counted as dead-lettered too).
-func (q *Queue) Expired(ctx context.Context, n int) {
+func (q *Recorder) Expired(ctx context.Context, n int) {
 	if q != nil && n > 0 {
 		q.expired.Add(ctx, int64(n), q.ownAddOpts...)
 		q.dead.Add(ctx, int64(n), q.ownAddOpts...)
@@ -421,7 +421,7 @@ func (q *Queue) Expired(ctx context.Context, n int) {
 
 // Transferred records a transfer run: a span and the batch size when it
 // moved items, the error count when it failed.
-func (q *Queue) Transferred(ctx context.Context, start time.Time, moved int, err error) {
+func (q *Recorder) Transferred(ctx context.Context, start time.Time, moved int, err error) {
 	if q == nil {
 		return
 	}
@@ -450,7 +450,7 @@ func (q *Queue) Transferred(ctx context.Context, start time.Time, moved int, err
 }
 
 // creation is the creation context the headers carry (invalid when none).
-func (q *Queue) creation(headers map[string]string) trace.SpanContext {
+func (q *Recorder) creation(headers map[string]string) trace.SpanContext {
 	if len(headers) == 0 {
 		return trace.SpanContext{}
 	}

@@ -57,7 +57,7 @@ func splitAddr(addr string) (string, int) {
 
 // errType is the error.type of err: the queue's name for it (Config.
 // ErrorType), else errorType's.
-func (q *Queue) errType(err error) string {
+func (q *Recorder) errType(err error) string {
 	if q.errorType != nil {
 		if s := q.errorType(err); s != "" {
 			return s

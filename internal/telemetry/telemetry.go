@@ -36,9 +36,9 @@ type Config struct {
 	ErrorType func(error) string
 }
 
-// Queue is the instrumentation of one queue. A nil *Queue is valid and
+// Recorder is the instrumentation of one queue. A nil *Recorder is valid and
 // does nothing.
-type Queue struct {
+type Recorder struct {
 	tracer    trace.Tracer
 	prop      propagation.TextMapPropagator
 	errorType func(error) string
@@ -86,7 +86,7 @@ func durationBuckets() []float64 {
 // New instruments the queue called name. Instrument creation errors (a
 // misbehaving SDK) leave that instrument a no-op; they are reported to the
 // otel error handler.
-func New(cfg Config, name string) *Queue {
+func New(cfg Config, name string) *Recorder {
 	tp, mp, prop := cfg.TracerProvider, cfg.MeterProvider, cfg.Propagator
 	if tp == nil {
 		tp = otel.GetTracerProvider()
@@ -104,7 +104,7 @@ func New(cfg Config, name string) *Queue {
 			base = append(base, semconv.ServerPort(cfg.ServerPort))
 		}
 	}
-	q := &Queue{
+	q := &Recorder{
 		tracer:       tp.Tracer(tracing.ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		prop:         prop,
 		errorType:    cfg.ErrorType,
@@ -128,12 +128,12 @@ func New(cfg Config, name string) *Queue {
 }
 
 // with returns base followed by kvs, in a new slice.
-func (q *Queue) with(kvs ...attribute.KeyValue) []attribute.KeyValue {
+func (q *Recorder) with(kvs ...attribute.KeyValue) []attribute.KeyValue {
 	return append(append(make([]attribute.KeyValue, 0, len(q.base)+len(kvs)), q.base...), kvs...)
 }
 
 // buildOptions makes the span names and the per-call options.
-func (q *Queue) buildOptions(name string) {
+func (q *Recorder) buildOptions(name string) {
 	span := func(kind trace.SpanKind, kvs ...attribute.KeyValue) []trace.SpanStartOption {
 		return []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(q.with(kvs...)...)}
 	}
@@ -172,7 +172,7 @@ func (q *Queue) buildOptions(name string) {
 }
 
 // instruments creates the queue's instruments.
-func (q *Queue) instruments() {
+func (q *Recorder) instruments() {
 	m := q.meter
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -240,7 +240,7 @@ type mode struct {
 // current returns the mode for the otel globals as they are now: the
 // cached one unless a global changed since. It costs two atomic loads and
 // two comparisons.
-func (q *Queue) current() *mode {
+func (q *Recorder) current() *mode {
 	tp, prop := otel.GetTracerProvider(), otel.GetTextMapPropagator()
 	if m := q.modes.Load(); m != nil && (m.tpFixed || m.tp == tp) && (m.propFixed || m.prop == prop) {
 		return m
@@ -253,7 +253,7 @@ func (q *Queue) current() *mode {
 // decide works out the mode for the otel globals tp and prop. It caches a
 // global only when comparing it cannot panic; a global that cannot be
 // compared leaves its part on, which is always correct, only slower.
-func (q *Queue) decide(tp trace.TracerProvider, prop propagation.TextMapPropagator) *mode {
+func (q *Recorder) decide(tp trace.TracerProvider, prop propagation.TextMapPropagator) *mode {
 	m := &mode{tracing: q.staticTracing, propagating: true, tpFixed: true, propFixed: true}
 	if q.watchTracer {
 		m.tracing = true

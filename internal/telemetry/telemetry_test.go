@@ -21,7 +21,7 @@ import (
 )
 
 // offerTake is what Offer and Take do to a queue's telemetry for one item.
-func offerTake(ctx context.Context, q *telemetry.Queue) map[string]string {
+func offerTake(ctx context.Context, q *telemetry.Recorder) map[string]string {
 	sctx, op, headers := q.StartSend(ctx, "id-1", 0)
 	q.Sent(sctx, op, 1, nil)
 	q.Consumed(ctx, time.Now())
@@ -31,7 +31,7 @@ func offerTake(ctx context.Context, q *telemetry.Queue) map[string]string {
 
 // processAck is what Consume does to a queue's telemetry for one item: a
 // handler call, then its ack.
-func processAck(ctx context.Context, q *telemetry.Queue, headers map[string]string) {
+func processAck(ctx context.Context, q *telemetry.Recorder, headers map[string]string) {
 	pctx, op := q.StartProcess(ctx, "id-1", 1, headers)
 	q.Processed(pctx, op, nil)
 	sctx, settle := q.StartSettle(q.Within(ctx, op), telemetry.Ack, "id-1", headers)

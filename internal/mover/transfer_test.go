@@ -1,4 +1,4 @@
-package transfer_test
+package mover_test
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/mover"
 	"github.com/redelay/redelay/internal/redistest"
 	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // slowSweep makes the sweep useless within a test's time frame, so an item
@@ -85,25 +85,25 @@ func TestEventDrivenWithoutSweep(t *testing.T) {
 // Two queues on one client share one service; it stops with the last queue.
 func TestServiceSharedAndReleased(t *testing.T) {
 	rdb := redistest.Standalone(t)
-	before, _ := transfer.Services(rdb)
+	before, _ := mover.Services(rdb)
 	q1 := blocking.New[int](rdb, redistest.QueueName(t))
 	q2 := blocking.New[int](rdb, redistest.QueueName(t))
 	d1, d2 := delayed.New(q1), delayed.New(q2)
 	d1again := delayed.New(q1)
-	total, queues := transfer.Services(rdb)
+	total, queues := mover.Services(rdb)
 	if total != before+1 || queues != 2 {
 		t.Fatalf("services %d (before %d), queues %d; want one service with 2 queues", total, before, queues)
 	}
 	_ = d1.Close()
-	if _, queues = transfer.Services(rdb); queues != 2 {
+	if _, queues = mover.Services(rdb); queues != 2 {
 		t.Fatalf("queue 1 stopped while another registration holds it: %d queues", queues)
 	}
 	_ = d1again.Close()
-	if _, queues = transfer.Services(rdb); queues != 1 {
+	if _, queues = mover.Services(rdb); queues != 1 {
 		t.Fatalf("queues = %d after queue 1's last close, want 1", queues)
 	}
 	_ = d2.Close()
-	if total, queues = transfer.Services(rdb); total != before || queues != -1 {
+	if total, queues = mover.Services(rdb); total != before || queues != -1 {
 		t.Fatalf("service not released: %d services, %d queues", total, queues)
 	}
 	_ = q1.Close()
@@ -116,18 +116,18 @@ func TestRegisterValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sq := store.New(rdb).Queue(k)
-	for name, tg := range map[string]transfer.Target{
-		"batch too big": {Queue: sq, BatchSize: transfer.MaxBatchSize + 1},
+	sq := store.New(rdb).Partition(k)
+	for name, tg := range map[string]mover.Target{
+		"batch too big": {Queue: sq, BatchSize: mover.MaxBatchSize + 1},
 		"negative":      {Queue: sq, BatchSize: -1},
 		"sweep":         {Queue: sq, Sweep: time.Microsecond},
 		"attempts":      {Queue: sq, MaxAttempts: -1},
 	} {
-		if _, err := transfer.Register(tg); err == nil {
+		if _, err := mover.Register(tg); err == nil {
 			t.Errorf("%s: Register accepted %+v", name, tg)
 		}
 	}
-	if _, err := transfer.Register(transfer.Target{}); err == nil {
+	if _, err := mover.Register(mover.Target{}); err == nil {
 		t.Error("Register accepted no queue")
 	}
 }
@@ -254,7 +254,7 @@ func TestSleepPreciseNeverEarly(t *testing.T) {
 	for _, d := range []time.Duration{0, 30 * time.Microsecond, 400 * time.Microsecond, 1900 * time.Microsecond} {
 		for range 20 {
 			start := time.Now()
-			transfer.SleepPrecise(d)
+			mover.SleepPrecise(d)
 			if got := time.Since(start); got < d {
 				t.Fatalf("SleepPrecise(%v) returned after %v", d, got)
 			}

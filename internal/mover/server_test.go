@@ -1,4 +1,4 @@
-package transfer_test
+package mover_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redelay/redelay/internal/mover"
 	"github.com/redelay/redelay/internal/redistest"
 	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/transfer"
 )
 
 // TestServerPolicyRecheck: a reading of the eviction policy is used until
@@ -26,8 +26,8 @@ func TestServerPolicyRecheck(t *testing.T) {
 	infos := redistest.CountCommands(rdb, redistest.IsCommand("info"))
 	ctx := context.Background()
 	c := store.New(rdb)
-	s := transfer.ServerOf(rdb)
-	if transfer.ServerOf(rdb) != s {
+	s := mover.ServerOf(rdb)
+	if mover.ServerOf(rdb) != s {
 		t.Fatal("two records for one client")
 	}
 	logger, logs := redistest.CaptureLogs()
@@ -70,7 +70,7 @@ func TestServerPolicyRecheck(t *testing.T) {
 	// Stats first: no warning, one owed to the next check with a logger.
 	other := srv.Client(t)
 	infos = redistest.CountCommands(other, redistest.IsCommand("info"))
-	s2 := transfer.ServerOf(other)
+	s2 := mover.ServerOf(other)
 	if got := s2.Eviction(ctx, store.New(other)); got != "volatile-lru" {
 		t.Fatalf("Eviction %q", got)
 	}
@@ -92,14 +92,14 @@ func TestServerRecordForgotten(t *testing.T) {
 		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 		defer rdb.Close()
 		client = weak.Make(rdb)
-		_ = transfer.ServerOf(rdb)
-		if !transfer.HasServerRecord(client) {
+		_ = mover.ServerOf(rdb)
+		if !mover.HasServerRecord(client) {
 			t.Fatal("no record for the client")
 		}
 	}()
 	redistest.WaitFor(t, 10*time.Second, "the record forgotten", func() bool {
 		runtime.GC()
-		return !transfer.HasServerRecord(client)
+		return !mover.HasServerRecord(client)
 	})
 	if client.Value() != nil {
 		t.Fatal("the record was forgotten before its client was collected")

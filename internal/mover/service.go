@@ -1,4 +1,4 @@
-package transfer
+package mover
 
 import (
 	"cmp"
@@ -29,7 +29,7 @@ const subscribeTimeout = 5 * time.Second
 
 // Target is one queue to transfer.
 type Target struct {
-	Queue     *store.Queue
+	Queue     *store.Partition
 	BatchSize int           // items per script call; 0 means DefaultBatchSize
 	Sweep     time.Duration // longest wait between runs; 0 means DefaultSweep
 	Logger    *slog.Logger  // nil means slog.Default()
@@ -39,7 +39,7 @@ type Target struct {
 	// store.DefaultMaxAttempts.
 	MaxAttempts int
 	// Telemetry records transfer spans and metrics; nil records nothing.
-	Telemetry *telemetry.Queue
+	Telemetry *telemetry.Recorder
 	// Announce makes the worker record the queue in the registry of queues
 	// (and Codec, when not empty, in its meta hash) once it runs: the
 	// inspector finds queues there. Child queues (dead letters) are not

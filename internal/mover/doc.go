@@ -1,4 +1,4 @@
-// Package transfer moves due items from a queue's delayed and retry sets to
+// Package mover moves due items from a queue's delayed and retry sets to
 // its ready list, and reclaims expired leases. (The public package transfer
 // runs it for named queues on its own.)
 //
@@ -23,4 +23,4 @@
 // Errors (Redis down, failover, a script killed) are logged through the
 // registration's slog.Logger and retried with capped exponential backoff; a
 // worker runs until its queue is closed.
-package transfer
+package mover
