@@ -107,6 +107,7 @@ func command(ctx context.Context, args ...string) *exec.Cmd {
 		}
 	}
 	cmd.Env = env
+	redistest.DieWithParent(cmd)
 	return cmd
 }
 
