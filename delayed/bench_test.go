@@ -18,7 +18,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -191,7 +190,7 @@ func BenchmarkOffer(b *testing.B) {
 		const producers = 8
 		b.ReportAllocs()
 		before := redistest.ReadCommandStat(b, rdb, "evalsha")
-		cpu0 := processCPU(b)
+		cpu0 := redistest.ProcessCPU(b)
 		b.ResetTimer()
 		var next atomic.Int64
 		var wg sync.WaitGroup
@@ -209,7 +208,7 @@ func BenchmarkOffer(b *testing.B) {
 		}
 		wg.Wait()
 		b.StopTimer()
-		cpu := processCPU(b) - cpu0
+		cpu := redistest.ProcessCPU(b) - cpu0
 		after := redistest.ReadCommandStat(b, rdb, "evalsha")
 		if calls := after.Calls - before.Calls; calls > 0 {
 			b.ReportMetric(float64(b.N)/float64(calls), "offers/call")
@@ -590,14 +589,4 @@ func BenchmarkPaired(b *testing.B) {
 			},
 			"zadd", raw)
 	})
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
