@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redelay/redelay/bench/contestants"
@@ -20,11 +19,10 @@ const userHZ = 100
 // own driving of the offers), plus that of the process c runs its client
 // in (contestants.ClientProcess), if any.
 func clientCPU(c contestants.Contestant) (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
+	t, err := selfCPU()
+	if err != nil {
+		return 0, err
 	}
-	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	if cp, ok := c.(contestants.ClientProcess); ok {
 		if pid := cp.ClientPid(); pid > 0 {
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -1,0 +1,18 @@
+//go:build linux
+
+package contestants
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// DieWithParent makes the kernel kill cmd's process with SIGKILL when the
+// thread that started it exits, so that a benchmark run that crashes or is
+// killed leaves no server or worker behind. Call it before cmd.Start.
+func DieWithParent(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
