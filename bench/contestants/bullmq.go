@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 func init() { Register("bullmq", func() Contestant { return &BullMQ{} }) }
@@ -97,7 +99,7 @@ func (b *BullMQ) Setup(ctx context.Context, addr string) error {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "REDIS_HOST="+host, "REDIS_PORT="+port, "QUEUE=bench", "PADDING="+strconv.Itoa(b.pad))
 	cmd.Stderr = &b.stderr
-	DieWithParent(cmd) // elsewhere than Linux, worker.mjs exits when its stdin closes
+	osproc.DieWithParent(cmd) // elsewhere than Linux, worker.mjs exits when its stdin closes
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("bullmq: %w", err)

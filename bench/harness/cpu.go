@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redelay/redelay/bench/contestants"
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 // userHZ is the unit of the CPU times in /proc/<pid>/stat: Linux reports
@@ -19,7 +20,7 @@ const userHZ = 100
 // own driving of the offers), plus that of the process c runs its client
 // in (contestants.ClientProcess), if any.
 func clientCPU(c contestants.Contestant) (time.Duration, error) {
-	t, err := selfCPU()
+	t, err := osproc.CPU()
 	if err != nil {
 		return 0, err
 	}

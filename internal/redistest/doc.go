@@ -33,7 +33,7 @@
 // script scripts/test.sh installs them when missing.
 //
 // Server processes are started with a parent-death signal on Linux
-// ([DieWithParent]) so that they die with the test binary even when it
+// (osproc.DieWithParent) so that they die with the test binary even when it
 // crashes. [Rerun] runs the test binary again for a test's child side.
 //
 // [StartProxy] puts a fault-injecting TCP proxy in front of a server, for

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 const (
@@ -258,7 +260,7 @@ func (s *Server) startLocked() error {
 	// into the log.
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	DieWithParent(cmd)
+	osproc.DieWithParent(cmd)
 	err = cmd.Start()
 	logFile.Close()
 	if err != nil {

@@ -4,22 +4,9 @@ package redistest
 
 import (
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 )
-
-// DieWithParent makes the kernel kill cmd's process with SIGKILL when the
-// thread that started it exits, so that a test binary that crashes or is
-// killed leaves no server or child process behind. Call it before
-// cmd.Start.
-func DieWithParent(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-}
 
 // exited reports whether the child process pid has exited (and is waiting
 // to be reaped), without reaping it.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package contestants
+package osproc
 
 import (
 	"os/exec"
@@ -8,8 +8,9 @@ import (
 )
 
 // DieWithParent makes the kernel kill cmd's process with SIGKILL when the
-// thread that started it exits, so that a benchmark run that crashes or is
-// killed leaves no server or worker behind. Call it before cmd.Start.
+// thread that started it exits, so that a test binary or benchmark run
+// that crashes or is killed leaves no server or child process behind.
+// Call it before cmd.Start.
 func DieWithParent(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package harness
+package osproc
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// selfCPU is the CPU time (user + system) this process has used.
-func selfCPU() (time.Duration, error) {
+// CPU is the CPU time (user and system) this process has used.
+func CPU() (time.Duration, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, fmt.Errorf("getrusage: %w", err)
