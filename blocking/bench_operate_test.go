@@ -27,6 +27,7 @@ import (
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // operateBlock is how many calls go to one queue before the next queue's
@@ -39,7 +40,7 @@ type operateReady struct {
 	n       int
 	label   string
 	rdb     *redis.Client
-	q       *blocking.Queue[benchValue]
+	q       *blocking.Queue[seedtest.BenchValue]
 	elapsed time.Duration
 	server  redistest.CommandStat
 }
@@ -61,7 +62,7 @@ func BenchmarkOperateReady(b *testing.B) {
 	for _, n := range sizes {
 		srv := redistest.StartServer(b)
 		rdb := srv.Client(b)
-		q := blocking.New[benchValue](rdb, redistest.QueueName(b))
+		q := blocking.New[seedtest.BenchValue](rdb, redistest.QueueName(b))
 		b.Cleanup(func() { _ = q.Close() })
 		benchFill(b, rdb, redistest.KeysOf(q.Name()).Ready, benchStoredItem(b, rdb), n)
 		qs = append(qs, &operateReady{n: n, label: operateLabel(n), rdb: rdb, q: q})

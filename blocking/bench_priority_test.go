@@ -35,6 +35,7 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 const (
@@ -42,7 +43,7 @@ const (
 	// filled before a timed section: enough for the queue to combine their
 	// offers into script calls of many items.
 	prioFillWorkers = 128
-	// prioAmount is benchValue.Amount of an item of priority 0; an item of
+	// prioAmount is seedtest.BenchValue.Amount of an item of priority 0; an item of
 	// priority p carries prioAmount+p, so that the drain loops can check
 	// the take order. Values of every priority encode to the same size.
 	prioAmount = 4200
@@ -84,14 +85,14 @@ func prioPriorities(levels, n int) []int {
 }
 
 // prioValue is the value offered as item i of priority p.
-func prioValue(i, p int) benchValue {
-	v := newBenchValue(i)
+func prioValue(i, p int) seedtest.BenchValue {
+	v := seedtest.NewBenchValue(i)
 	v.Amount = prioAmount + int64(p)
 	return v
 }
 
 // prioOf returns the priority a value was offered with (see prioValue).
-func prioOf(v benchValue) int { return int(v.Amount - prioAmount) }
+func prioOf(v seedtest.BenchValue) int { return int(v.Amount - prioAmount) }
 
 // prioOfferOpts returns the options of an offer of priority p: none for 0,
 // so that those offers take the default path.
@@ -103,7 +104,7 @@ func prioOfferOpts(p int) []blocking.OfferOption {
 }
 
 // prioQueue is benchQueue whose cleanup also deletes the priority set.
-func prioQueue(b *testing.B) (*redis.Client, *blocking.Queue[benchValue]) {
+func prioQueue(b *testing.B) (*redis.Client, *blocking.Queue[seedtest.BenchValue]) {
 	b.Helper()
 	rdb, q := benchQueue(b)
 	b.Cleanup(func() {
@@ -115,7 +116,7 @@ func prioQueue(b *testing.B) (*redis.Client, *blocking.Queue[benchValue]) {
 // prioFill offers one item per entry of ps, of that priority, from
 // prioFillWorkers goroutines at once, and checks that the queue then holds
 // them all.
-func prioFill(b *testing.B, q *blocking.Queue[benchValue], ps []int) {
+func prioFill(b *testing.B, q *blocking.Queue[seedtest.BenchValue], ps []int) {
 	b.Helper()
 	ctx := context.Background()
 	var next atomic.Int64

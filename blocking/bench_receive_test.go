@@ -11,13 +11,14 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // BenchmarkReceiveAck: one op is one Receive plus one Ack of a ready item
 // (two script calls), the at-least-once counterpart of one Take.
 func BenchmarkReceiveAck(b *testing.B) {
 	ctx := context.Background()
-	setup := func(b *testing.B) *blocking.Queue[benchValue] {
+	setup := func(b *testing.B) *blocking.Queue[seedtest.BenchValue] {
 		rdb, q := benchQueue(b)
 		benchFill(b, rdb, redistest.KeysOf(q.Name()).Ready, benchStoredItem(b, rdb), b.N+1)
 		d, err := q.Receive(ctx) // starts the transfer outside the timed section
@@ -78,7 +79,7 @@ func BenchmarkConsume(b *testing.B) {
 	cctx, cancel := context.WithCancel(ctx)
 	b.ReportAllocs()
 	b.ResetTimer()
-	err := q.Consume(cctx, func(context.Context, *blocking.Delivery[benchValue]) error {
+	err := q.Consume(cctx, func(context.Context, *blocking.Delivery[seedtest.BenchValue]) error {
 		if done.Add(1) == int64(b.N) {
 			cancel()
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 const (
@@ -34,25 +35,12 @@ const (
 	benchFillArgs = 1000
 )
 
-// benchValue is the small struct the benchmarks offer: a typical job
-// reference, a few dozen bytes with the default msgpack codec.
-type benchValue struct {
-	ID       int64  `msgpack:"id"`
-	Kind     string `msgpack:"kind"`
-	Customer string `msgpack:"customer"`
-	Amount   int64  `msgpack:"amount"`
-}
-
-func newBenchValue(i int) benchValue {
-	return benchValue{ID: int64(i), Kind: "invoice.send", Customer: "customer-000123", Amount: 4200}
-}
-
 // benchQueue opens a queue with a fresh name on the shared standalone
 // server; the queue is closed and its keys deleted when b's round ends.
-func benchQueue(b *testing.B) (*redis.Client, *blocking.Queue[benchValue]) {
+func benchQueue(b *testing.B) (*redis.Client, *blocking.Queue[seedtest.BenchValue]) {
 	b.Helper()
 	rdb := redistest.Standalone(b)
-	q := blocking.New[benchValue](rdb, redistest.QueueName(b))
+	q := blocking.New[seedtest.BenchValue](rdb, redistest.QueueName(b))
 	b.Cleanup(func() {
 		_ = q.Close()
 		benchUnlink(rdb, redistest.KeysOf(q.Name()))
@@ -72,12 +60,12 @@ func benchUnlink(rdb redis.UniversalClient, k keys.Set) {
 func benchStoredItem(b *testing.B, rdb *redis.Client) []byte {
 	b.Helper()
 	ctx := context.Background()
-	q := blocking.New[benchValue](rdb, redistest.QueueName(b))
+	q := blocking.New[seedtest.BenchValue](rdb, redistest.QueueName(b))
 	defer func() {
 		_ = q.Close()
 		benchUnlink(rdb, redistest.KeysOf(q.Name()))
 	}()
-	if _, err := q.Offer(ctx, newBenchValue(1)); err != nil {
+	if _, err := q.Offer(ctx, seedtest.NewBenchValue(1)); err != nil {
 		b.Fatal(err)
 	}
 	raw, err := rdb.LIndex(ctx, redistest.KeysOf(q.Name()).Ready, 0).Bytes()
@@ -127,7 +115,7 @@ func BenchmarkOffer(b *testing.B) {
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
 		_, q := benchQueue(b)
-		v := newBenchValue(1)
+		v := seedtest.NewBenchValue(1)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := q.Offer(ctx, v); err != nil {
@@ -141,7 +129,7 @@ func BenchmarkOffer(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
-			v := newBenchValue(1)
+			v := seedtest.NewBenchValue(1)
 			for pb.Next() {
 				if _, err := q.Offer(ctx, v); err != nil {
 					b.Error(err)
@@ -156,7 +144,7 @@ func BenchmarkOffer(b *testing.B) {
 // b.N stored items before the timer starts, so no Take waits.
 func BenchmarkTake(b *testing.B) {
 	ctx := context.Background()
-	setup := func(b *testing.B) *blocking.Queue[benchValue] {
+	setup := func(b *testing.B) *blocking.Queue[seedtest.BenchValue] {
 		rdb, q := benchQueue(b)
 		benchFill(b, rdb, redistest.KeysOf(q.Name()).Ready, benchStoredItem(b, rdb), b.N+1)
 		// The first Take starts the queue's transfer; keep that out of the
@@ -196,7 +184,7 @@ func BenchmarkTake(b *testing.B) {
 	})
 }
 
-func benchCheckEmpty(b *testing.B, q *blocking.Queue[benchValue]) {
+func benchCheckEmpty(b *testing.B, q *blocking.Queue[seedtest.BenchValue]) {
 	b.Helper()
 	if n, err := q.Size(context.Background()); err != nil || n != 0 {
 		b.Fatalf("Size after the timed Takes = %d, %v; want 0", n, err)
@@ -349,7 +337,7 @@ func BenchmarkPaired(b *testing.B) {
 		raw := benchRawValue(len(benchStoredItem(b, rdb)), 1)
 		list := redistest.KeysOf(q.Name()).Child("raw").Ready // same hash tag, deleted with the queue
 		b.Cleanup(func() { _ = rdb.Unlink(ctx, list).Err() })
-		v := newBenchValue(1)
+		v := seedtest.NewBenchValue(1)
 		b.ReportAllocs()
 		b.ResetTimer()
 		redistest.Paired(b,

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,15 +54,13 @@ func TestKill9(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		const vis = time.Second
 		name := redistest.QueueName(t)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestChildConsumer$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "REDELAY_CHILD_QUEUE="+name, "REDELAY_CHILD_VISIBILITY="+vis.String())
+		cmd := redistest.Rerun(context.Background(), "TestChildConsumer", "REDELAY_CHILD_QUEUE="+name, "REDELAY_CHILD_VISIBILITY="+vis.String())
 		switch x := rdb.(type) {
 		case *redis.Client:
 			cmd.Env = append(cmd.Env, "REDELAY_CHILD_ADDRS="+x.Options().Addr)
 		case *redis.ClusterClient:
 			cmd.Env = append(cmd.Env, "REDELAY_CHILD_ADDRS="+strings.Join(x.Options().Addrs, ","), "REDELAY_CHILD_CLUSTER=1")
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,9 +92,7 @@ func TestPauseAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.QueueName(t)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPauseChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "REDELAY_PAUSE_CHILD="+srv.Addr()+","+name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := redistest.Rerun(ctx, "TestPauseChildProcess", "REDELAY_PAUSE_CHILD="+srv.Addr()+","+name)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -135,10 +133,8 @@ func TestPoisonIsDeadLettered(t *testing.T) {
 
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				defer cancel()
-				cmd := exec.CommandContext(cctx, os.Args[0], "-test.run=^TestPoisonChild$", "-test.count=1", "-test.v")
-				cmd.Env = append(os.Environ(), "REDELAY_POISON_OP="+op,
+				cmd := redistest.Rerun(cctx, "TestPoisonChild", "REDELAY_POISON_OP="+op,
 					"REDELAY_CHILD_ADDRS="+rdb.Options().Addr, "REDELAY_CHILD_QUEUE="+name)
-				cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("the %s child did not exit cleanly: %v\n%s", op, err, firstLines(string(out), 12))

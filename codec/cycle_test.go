@@ -1,14 +1,14 @@
 package codec_test
 
 import (
+	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/internal/redistest"
 )
 
 // node, tree, box and hidden are types whose values can lead back to
@@ -88,9 +88,7 @@ func TestMsgpackCycle(t *testing.T) {
 	for name := range cyclicValues {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestMsgpackCycleChild$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), "REDELAY_MSGPACK_CYCLE="+name)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			cmd := redistest.Rerun(context.Background(), "TestMsgpackCycleChild", "REDELAY_MSGPACK_CYCLE="+name)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				lines := strings.SplitN(string(out), "\n", 8)

@@ -1,14 +1,14 @@
 package codec_test
 
 import (
+	"context"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redelay/redelay/codec"
+	"github.com/redelay/redelay/internal/redistest"
 )
 
 // lengthPastTheBytes are msgpack payloads whose array header claims
@@ -47,9 +47,7 @@ func TestMsgpackLengthPastTheBytes(t *testing.T) {
 	for name := range lengthPastTheBytes {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestMsgpackLengthPastTheBytesChild$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), "REDELAY_MSGPACK_CASE="+name)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			cmd := redistest.Rerun(context.Background(), "TestMsgpackLengthPastTheBytesChild", "REDELAY_MSGPACK_CASE="+name)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				lines := strings.SplitN(string(out), "\n", 8)

@@ -1,21 +1,18 @@
 package dashboard_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/dashboard"
-	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // hostileValue is a value a producer may store whose text as indented
@@ -69,8 +66,8 @@ func TestHostileValueBounded(t *testing.T) {
 		h := dashboard.New(rdb, dashboard.ReadOnly())
 		for _, c := range hostileValues() {
 			t.Run(c.name, func(t *testing.T) {
-				name := offerAnnounced(t, rdb, c.codec, c.value)
-				small := offerAnnounced(t, rdb, c.codec, 1) // what a page costs whatever its values
+				name := seedtest.OfferAnnounced(t, rdb, redistest.QueueName(t), c.codec, "hostile", c.value)
+				small := seedtest.OfferAnnounced(t, rdb, redistest.QueueName(t), c.codec, "hostile", 1) // what a page costs whatever its values
 				size := payloadSize(t, c)
 
 				for _, p := range []struct {
@@ -104,26 +101,6 @@ func TestHostileValueBounded(t *testing.T) {
 			})
 		}
 	})
-}
-
-// offerAnnounced offers v to a new queue of codec c, due in an hour with
-// the ID "hostile", and returns the queue's name once the queue is
-// announced with its codec (so that the inspector decodes its values).
-func offerAnnounced(t *testing.T, rdb redis.UniversalClient, c codec.Codec, v any) string {
-	t.Helper()
-	ctx := context.Background()
-	name := redistest.QueueName(t)
-	q := blocking.New[any](rdb, name, blocking.WithCodec(c))
-	defer q.Close()
-	dq := delayed.New(q) // announces the queue with its codec
-	defer dq.Close()
-	if _, err := dq.Offer(ctx, v, time.Hour, delayed.WithID("hostile")); err != nil {
-		t.Fatal(err)
-	}
-	redistest.WaitFor(t, 10*time.Second, "the queue's codec recorded", func() bool {
-		return rdb.HGet(ctx, redistest.KeysOf(name).Meta, "codec").Val() == c.Name()
-	})
-	return name
 }
 
 // payloadSize is the size of c's value as its codec stores it.

@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"errors"
 	"html"
 	"io"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // Order is the value type of the queues under test.
@@ -29,9 +29,8 @@ type Order struct {
 	Total int
 }
 
-// fixture is a queue holding one item in each state, by ID: o-delayed
-// (due in an hour), o-retry (failed once, retried in an hour), o-ready,
-// o-inflight (leased for 30 s) and o-dead (failed twice of 2 attempts).
+// fixture is a queue holding one item in each state, by ID
+// (seedtest.EveryState), each of value Order{ID: id, Total: 42}.
 type fixture struct {
 	name string
 	rdb  redis.UniversalClient
@@ -51,43 +50,8 @@ func populate(t *testing.T, rdb redis.UniversalClient) *fixture {
 // populateNamed is populate with a queue called name.
 func populateNamed(t *testing.T, rdb redis.UniversalClient, name string) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	f := &fixture{name: name, rdb: rdb, in: inspect.New(rdb)}
-	f.q = blocking.New[Order](rdb, f.name, blocking.WithMaxAttempts(2))
-	t.Cleanup(func() { _ = f.q.Close() })
-	f.dq = delayed.New(f.q, delayed.WithoutTransfer())
-	t.Cleanup(func() { _ = f.dq.Close() })
-	offer := func(id string, h map[string]string) {
-		t.Helper()
-		if _, err := f.q.Offer(ctx, Order{ID: id, Total: 42}, blocking.WithID(id), blocking.WithHeaders(h)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	receive := func(id string) *blocking.Delivery[Order] {
-		t.Helper()
-		d, err := f.q.Receive(ctx)
-		if err != nil || d.ID != id {
-			t.Fatalf("Receive = %v, %v; want %s", d, err, id)
-		}
-		return d
-	}
-	nack := func(d *blocking.Delivery[Order], delay time.Duration, why string) {
-		t.Helper()
-		if err := d.Nack(ctx, delay, blocking.WithReason(errors.New(why))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	offer("o-dead", nil)
-	nack(receive("o-dead"), 0, "first")
-	nack(receive("o-dead"), 0, "fatal")
-	offer("o-retry", nil)
-	nack(receive("o-retry"), time.Hour, "boom")
-	offer("o-inflight", nil)
-	receive("o-inflight")
-	offer("o-ready", map[string]string{"tenant": "acme"})
-	if _, err := f.dq.Offer(ctx, Order{ID: "o-delayed", Total: 42}, time.Hour, delayed.WithID("o-delayed")); err != nil {
-		t.Fatal(err)
-	}
+	s := seedtest.EveryState(t, rdb, name, func(id string) Order { return Order{ID: id, Total: 42} })
+	f := &fixture{name: name, rdb: rdb, q: s.Queue, dq: s.Delayed, in: inspect.New(rdb)}
 	f.waitAnnounced(t)
 	return f
 }
@@ -99,9 +63,7 @@ func (f *fixture) waitAnnounced(t *testing.T) {
 		names, err := f.in.Queues(context.Background())
 		return err == nil && slices.Contains(names, f.name)
 	})
-	redistest.WaitFor(t, 10*time.Second, "the queue's codec recorded", func() bool {
-		return f.rdb.HGet(context.Background(), redistest.KeysOf(f.name).Meta, "codec").Val() != ""
-	})
+	seedtest.WaitCodec(t, f.rdb, f.name, "")
 }
 
 // stats reads the queue's stats.

@@ -146,18 +146,12 @@ func TestOverviewRoundTrips(t *testing.T) {
 			names = append(names, fmt.Sprintf("%s-%02d", base, i))
 		}
 		// Registered as a consuming process would register them.
+		redistest.Unregister(t, rdb, names...)
 		for _, n := range names {
 			if err := rdb.ZAdd(ctx, keys.Registry, redis.Z{Score: 1, Member: n}).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		t.Cleanup(func() {
-			members := make([]any, len(names))
-			for i, n := range names {
-				members[i] = n
-			}
-			_ = rdb.ZRem(context.Background(), keys.Registry, members...).Err()
-		})
 		if _, err := blocking.New[int](rdb, names[7]).Offer(ctx, 7); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 const (
@@ -36,7 +37,7 @@ type dupMode struct {
 	// fixedID offers the same ID every time (replacing a pending item).
 	fixedID bool
 
-	dq      *delayed.Queue[benchValue]
+	dq      *delayed.Queue[seedtest.BenchValue]
 	seq     int
 	elapsed time.Duration
 	server  redistest.CommandStat
@@ -64,7 +65,7 @@ func dupModes() []*dupMode {
 // server runs nothing but the offers) on rdb.
 func dupOpen(b *testing.B, rdb *redis.Client, modes []*dupMode) {
 	for _, m := range modes {
-		q := blocking.New[benchValue](rdb, redistest.QueueName(b)+"-"+m.label)
+		q := blocking.New[seedtest.BenchValue](rdb, redistest.QueueName(b)+"-"+m.label)
 		m.dq = delayed.New(q, delayed.WithoutTransfer())
 		b.Cleanup(func() {
 			_ = m.dq.Close()
@@ -122,7 +123,7 @@ func dupSerial(b *testing.B, ctx context.Context) {
 	rdb := srv.Client(b)
 	modes := dupModes()
 	dupOpen(b, rdb, modes)
-	v := newBenchValue(1)
+	v := seedtest.NewBenchValue(1)
 	offer := func(m *dupMode) error {
 		_, err := m.dq.Offer(ctx, v, benchFar, m.opts(m.next())...)
 		return err
@@ -190,7 +191,7 @@ func dupParallel(b *testing.B, ctx context.Context) {
 	rdb := srv.Client(b)
 	modes := dupModes()[:2] // plain, replace
 	dupOpen(b, rdb, modes)
-	v := newBenchValue(1)
+	v := seedtest.NewBenchValue(1)
 	for _, m := range modes {
 		if _, err := m.dq.Offer(ctx, v, benchFar, m.opts(m.label+"-warm")...); err != nil {
 			b.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 const (
@@ -47,8 +48,8 @@ type operateBacklog struct {
 	n     int
 	label string
 	rdb   *redis.Client
-	q     *blocking.Queue[benchValue]
-	dq    *delayed.Queue[benchValue]
+	q     *blocking.Queue[seedtest.BenchValue]
+	dq    *delayed.Queue[seedtest.BenchValue]
 	ids   []string // the n pending items
 	// Promote and Remove take ids[next%n], next counting up; refilled
 	// counts the ids replaced by new pending items.
@@ -123,7 +124,7 @@ func BenchmarkOperate(b *testing.B) {
 		}
 		return err
 	})
-	v := newBenchValue(7)
+	v := seedtest.NewBenchValue(7)
 	run("Update", "evalsha", func(bl *operateBacklog, _ int) error {
 		return bl.dq.Update(ctx, pick(bl), v)
 	})
@@ -250,10 +251,10 @@ func operateLabel(n int) string {
 // their IDs. With even set, the chunks' due times are spread evenly over
 // [benchFar, benchFar+operateSpread), the first chunk's at benchFar;
 // otherwise each chunk's is random in that span.
-func operateFill(tb testing.TB, dq *delayed.Queue[benchValue], n int, even bool) []string {
+func operateFill(tb testing.TB, dq *delayed.Queue[seedtest.BenchValue], n int, even bool) []string {
 	tb.Helper()
 	ctx := context.Background()
-	values := benchValues(min(n, operateChunk))
+	values := seedtest.BenchValues(min(n, operateChunk))
 	chunks := (n + operateChunk - 1) / operateChunk
 	ids := make([]string, 0, n)
 	for c := 0; len(ids) < n; c++ {

@@ -24,6 +24,7 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 const (
@@ -49,7 +50,7 @@ type lateLog struct {
 	count map[string]int
 }
 
-func (l *lateLog) handler(_ context.Context, d *blocking.Delivery[benchValue]) error {
+func (l *lateLog) handler(_ context.Context, d *blocking.Delivery[seedtest.BenchValue]) error {
 	late := time.Since(d.DueAt)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -107,16 +108,16 @@ func scheduleLatenessRound(ctx context.Context, b *testing.B) {
 	srv := redistest.StartServer(b)
 	name := redistest.QueueName(b)
 	type process struct {
-		sq, iq   *blocking.Queue[benchValue] // schedule's queue, items' queue
-		sdq, idq *delayed.Queue[benchValue]
+		sq, iq   *blocking.Queue[seedtest.BenchValue] // schedule's queue, items' queue
+		sdq, idq *delayed.Queue[seedtest.BenchValue]
 	}
 	procs := make([]process, scheduleProcesses)
 	for i := range procs {
 		rdb := srv.Client(b)
 		p := &procs[i]
-		p.sq = blocking.New[benchValue](rdb, name+"-sched")
+		p.sq = blocking.New[seedtest.BenchValue](rdb, name+"-sched")
 		p.sdq = delayed.New(p.sq)
-		p.iq = blocking.New[benchValue](rdb, name+"-items")
+		p.iq = blocking.New[seedtest.BenchValue](rdb, name+"-items")
 		p.idq = delayed.New(p.iq)
 	}
 	defer func() {
@@ -139,7 +140,7 @@ func scheduleLatenessRound(ctx context.Context, b *testing.B) {
 	}()
 
 	start := time.Now()
-	if err := procs[0].sdq.Schedule(ctx, "every-second", "@every 1s", newBenchValue(1)); err != nil {
+	if err := procs[0].sdq.Schedule(ctx, "every-second", "@every 1s", seedtest.NewBenchValue(1)); err != nil {
 		b.Fatal(err)
 	}
 	infos, err := procs[0].sdq.Schedules(ctx)
@@ -152,7 +153,7 @@ func scheduleLatenessRound(ctx context.Context, b *testing.B) {
 	// The baseline: one delayed item a second, from the first process.
 	next := time.Now()
 	for i := 0; time.Now().Before(end.Add(-time.Second)); i++ {
-		if _, err := procs[0].idq.Offer(ctx, newBenchValue(i), time.Second); err != nil {
+		if _, err := procs[0].idq.Offer(ctx, seedtest.NewBenchValue(i), time.Second); err != nil {
 			b.Fatal(err)
 		}
 		next = next.Add(time.Second)
@@ -309,14 +310,14 @@ func BenchmarkScheduleIdleCost(b *testing.B) {
 		for _, s := range sides {
 			s.srv = redistest.StartServer(b)
 			s.rdb = s.srv.Client(b)
-			q := blocking.New[benchValue](s.srv.Client(b), redistest.QueueName(b))
+			q := blocking.New[seedtest.BenchValue](s.srv.Client(b), redistest.QueueName(b))
 			dq := delayed.New(q)
 			defer func() {
 				_ = dq.Close()
 				_ = q.Close()
 			}()
 			if s.label == "sched" {
-				if err := dq.Schedule(ctx, "every-second", "@every 1s", newBenchValue(1)); err != nil {
+				if err := dq.Schedule(ctx, "every-second", "@every 1s", seedtest.NewBenchValue(1)); err != nil {
 					b.Fatal(err)
 				}
 			}

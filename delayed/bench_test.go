@@ -18,7 +18,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 const (
@@ -57,33 +57,12 @@ const (
 	latenessConsumers = 4
 )
 
-// benchValue is the small struct the benchmarks offer: a typical job
-// reference, a few dozen bytes with the default msgpack codec.
-type benchValue struct {
-	ID       int64  `msgpack:"id"`
-	Kind     string `msgpack:"kind"`
-	Customer string `msgpack:"customer"`
-	Amount   int64  `msgpack:"amount"`
-}
-
-func newBenchValue(i int) benchValue {
-	return benchValue{ID: int64(i), Kind: "invoice.send", Customer: "customer-000123", Amount: 4200}
-}
-
-func benchValues(n int) []benchValue {
-	vs := make([]benchValue, n)
-	for i := range vs {
-		vs[i] = newBenchValue(i)
-	}
-	return vs
-}
-
 // benchOpen opens a blocking queue with a fresh name on rdb and a delayed
 // queue feeding it; both are closed, and the queue's keys deleted, when tb
 // ends (for a benchmark: when the round ends).
-func benchOpen(tb testing.TB, rdb *redis.Client, opts ...delayed.Option) (*blocking.Queue[benchValue], *delayed.Queue[benchValue]) {
+func benchOpen(tb testing.TB, rdb *redis.Client, opts ...delayed.Option) (*blocking.Queue[seedtest.BenchValue], *delayed.Queue[seedtest.BenchValue]) {
 	tb.Helper()
-	q := blocking.New[benchValue](rdb, redistest.QueueName(tb))
+	q := blocking.New[seedtest.BenchValue](rdb, redistest.QueueName(tb))
 	dq := delayed.New(q, opts...)
 	tb.Cleanup(func() {
 		_ = dq.Close()
@@ -100,17 +79,17 @@ func benchUnlink(rdb redis.UniversalClient, k keys.Set) {
 }
 
 // benchEnvelopeSize is the size of the envelope Offer sends (and keeps in
-// the items hash) for a benchValue: the raw baselines use members of this
+// the items hash) for a seedtest.BenchValue: the raw baselines use members of this
 // size.
 func benchEnvelopeSize(b *testing.B, rdb *redis.Client) int {
 	b.Helper()
 	ctx := context.Background()
-	q := blocking.New[benchValue](rdb, redistest.QueueName(b))
+	q := blocking.New[seedtest.BenchValue](rdb, redistest.QueueName(b))
 	defer func() {
 		_ = q.Close()
 		benchUnlink(rdb, redistest.KeysOf(q.Name()))
 	}()
-	if _, err := q.Offer(ctx, newBenchValue(1)); err != nil {
+	if _, err := q.Offer(ctx, seedtest.NewBenchValue(1)); err != nil {
 		b.Fatal(err)
 	}
 	raw, err := rdb.LIndex(ctx, redistest.KeysOf(q.Name()).Ready, 0).Bytes()
@@ -121,7 +100,7 @@ func benchEnvelopeSize(b *testing.B, rdb *redis.Client) int {
 }
 
 // benchWaitReady polls the ready list until it holds n items.
-func benchWaitReady(b *testing.B, q *blocking.Queue[benchValue], n int64, timeout time.Duration) {
+func benchWaitReady(b *testing.B, q *blocking.Queue[seedtest.BenchValue], n int64, timeout time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(timeout)
@@ -146,7 +125,7 @@ func BenchmarkOffer(b *testing.B) {
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
 		_, dq := benchOpen(b, redistest.Standalone(b))
-		v := newBenchValue(1)
+		v := seedtest.NewBenchValue(1)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := dq.Offer(ctx, v, benchFar); err != nil {
@@ -166,7 +145,7 @@ func BenchmarkOffer(b *testing.B) {
 		before := redistest.ReadCommandStat(b, rdb, "evalsha")
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
-			v := newBenchValue(1)
+			v := seedtest.NewBenchValue(1)
 			for pb.Next() {
 				if _, err := dq.Offer(ctx, v, benchFar); err != nil {
 					b.Error(err)
@@ -191,13 +170,13 @@ func BenchmarkOffer(b *testing.B) {
 		const producers = 8
 		b.ReportAllocs()
 		before := redistest.ReadCommandStat(b, rdb, "evalsha")
-		cpu0 := processCPU(b)
+		cpu0 := redistest.ProcessCPU(b)
 		b.ResetTimer()
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range producers {
 			wg.Go(func() {
-				v := newBenchValue(1)
+				v := seedtest.NewBenchValue(1)
 				for next.Add(1) <= int64(b.N) {
 					if _, err := dq.Offer(ctx, v, benchFar); err != nil {
 						b.Error(err)
@@ -209,7 +188,7 @@ func BenchmarkOffer(b *testing.B) {
 		}
 		wg.Wait()
 		b.StopTimer()
-		cpu := processCPU(b) - cpu0
+		cpu := redistest.ProcessCPU(b) - cpu0
 		after := redistest.ReadCommandStat(b, rdb, "evalsha")
 		if calls := after.Calls - before.Calls; calls > 0 {
 			b.ReportMetric(float64(b.N)/float64(calls), "offers/call")
@@ -223,7 +202,7 @@ func BenchmarkOffer(b *testing.B) {
 func BenchmarkOfferBatch(b *testing.B) {
 	ctx := context.Background()
 	_, dq := benchOpen(b, redistest.Standalone(b))
-	values := benchValues(benchBatch)
+	values := seedtest.BenchValues(benchBatch)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := dq.OfferBatch(ctx, values, benchFar); err != nil {
@@ -242,12 +221,12 @@ func BenchmarkRemove(b *testing.B) {
 	rdb := redistest.Standalone(b)
 	// offer pends n items spread over due times between 30 and 90 minutes
 	// from now, in OfferBatch calls of 1000, and returns their IDs.
-	offer := func(b *testing.B, dq *delayed.Queue[benchValue], n int) []string {
+	offer := func(b *testing.B, dq *delayed.Queue[seedtest.BenchValue], n int) []string {
 		ids := make([]string, 0, n)
 		for len(ids) < n {
 			k := min(1000, n-len(ids))
 			delay := 30*time.Minute + rand.N(time.Hour)
-			got, err := dq.OfferBatch(ctx, benchValues(k), delay)
+			got, err := dq.OfferBatch(ctx, seedtest.BenchValues(k), delay)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -256,7 +235,7 @@ func BenchmarkRemove(b *testing.B) {
 		return ids
 	}
 	for _, backlog := range []int{1_000, 10_000, 100_000} {
-		var dq *delayed.Queue[benchValue] // the backlog is built once, at the first round
+		var dq *delayed.Queue[seedtest.BenchValue] // the backlog is built once, at the first round
 		parent := b
 		b.Run(fmt.Sprintf("pending=%dk", backlog/1000), func(b *testing.B) {
 			if dq == nil {
@@ -369,7 +348,7 @@ func BenchmarkTransfer(b *testing.B) {
 	rdb := redistest.Standalone(b)
 	q, producer := benchOpen(b, rdb, delayed.WithoutTransfer())
 	n := max(b.N, benchTransferMin)
-	if _, err := producer.OfferBatch(ctx, benchValues(n), time.Millisecond); err != nil {
+	if _, err := producer.OfferBatch(ctx, seedtest.BenchValues(n), time.Millisecond); err != nil {
 		b.Fatal(err)
 	}
 	time.Sleep(10 * time.Millisecond) // all due
@@ -411,7 +390,7 @@ func BenchmarkLateness(b *testing.B) {
 // latenessRound is one op of BenchmarkLateness on a fresh queue.
 func latenessRound(ctx context.Context, b *testing.B) []time.Duration {
 	rdb := redistest.Standalone(b)
-	q := blocking.New[benchValue](rdb, redistest.QueueName(b))
+	q := blocking.New[seedtest.BenchValue](rdb, redistest.QueueName(b))
 	dq := delayed.New(q)
 	defer func() {
 		_ = dq.Close()
@@ -455,7 +434,7 @@ func latenessRound(ctx context.Context, b *testing.B) []time.Duration {
 		mu.Lock()
 		due[i] = time.Now().Add(delay)
 		mu.Unlock()
-		if _, err := dq.Offer(ctx, newBenchValue(i), delay); err != nil {
+		if _, err := dq.Offer(ctx, seedtest.NewBenchValue(i), delay); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -479,7 +458,7 @@ func BenchmarkSpikeDrain(b *testing.B) {
 		b.StopTimer()
 		rdb := redistest.Standalone(b)
 		q, producer := benchOpen(b, rdb, delayed.WithoutTransfer())
-		if _, err := producer.OfferBatch(ctx, benchValues(benchSpikeItems), time.Millisecond); err != nil {
+		if _, err := producer.OfferBatch(ctx, seedtest.BenchValues(benchSpikeItems), time.Millisecond); err != nil {
 			b.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond) // all due
@@ -487,7 +466,7 @@ func BenchmarkSpikeDrain(b *testing.B) {
 
 		b.StartTimer()
 		start := time.Now()
-		consumer := blocking.New[benchValue](consumerRDB, q.Name())
+		consumer := blocking.New[seedtest.BenchValue](consumerRDB, q.Name())
 		// The drain ends with the last Take, not when the consumers have
 		// noticed that it was the last: the one that takes it records the
 		// time and cancels the others' Polls.
@@ -538,7 +517,7 @@ func BenchmarkPaired(b *testing.B) {
 	ctx := context.Background()
 	// zadd returns a ZADD of a new member the size of an envelope, to a
 	// sorted set deleted with q.
-	zadd := func(b *testing.B, rdb *redis.Client, q *blocking.Queue[benchValue]) func() error {
+	zadd := func(b *testing.B, rdb *redis.Client, q *blocking.Queue[seedtest.BenchValue]) func() error {
 		zset := redistest.KeysOf(q.Name()).Child("raw").Delayed
 		b.Cleanup(func() { _ = rdb.Unlink(ctx, zset).Err() })
 		buf := make([]byte, benchEnvelopeSize(b, rdb))
@@ -557,7 +536,7 @@ func BenchmarkPaired(b *testing.B) {
 		rdb := redistest.Standalone(b)
 		q, dq := benchOpen(b, rdb)
 		raw := zadd(b, rdb, q)
-		v := newBenchValue(1)
+		v := seedtest.NewBenchValue(1)
 		b.ReportAllocs()
 		b.ResetTimer()
 		redistest.Paired(b,
@@ -568,10 +547,10 @@ func BenchmarkPaired(b *testing.B) {
 		rdb := redistest.Standalone(b)
 		q, dq := benchOpen(b, rdb)
 		raw := zadd(b, rdb, q)
-		if _, err := dq.OfferBatch(ctx, benchValues(benchPairedBacklog), 2*benchFar); err != nil {
+		if _, err := dq.OfferBatch(ctx, seedtest.BenchValues(benchPairedBacklog), 2*benchFar); err != nil {
 			b.Fatal(err)
 		}
-		ids, err := dq.OfferBatch(ctx, benchValues(b.N), benchFar)
+		ids, err := dq.OfferBatch(ctx, seedtest.BenchValues(b.N), benchFar)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -590,14 +569,4 @@ func BenchmarkPaired(b *testing.B) {
 			},
 			"zadd", raw)
 	})
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,7 +3,6 @@ package delayed_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -22,8 +21,7 @@ import (
 // 03:00 New York time (08:00 UTC in winter) in that process.
 func TestScheduleDefaultZoneIsUTC(t *testing.T) {
 	if os.Getenv("REDELAY_TZ_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestScheduleDefaultZoneIsUTC$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "REDELAY_TZ_CHILD=1", "TZ=America/New_York")
+		cmd := redistest.Rerun(context.Background(), "TestScheduleDefaultZoneIsUTC", "REDELAY_TZ_CHILD=1", "TZ=America/New_York")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("with TZ=America/New_York: %v\n%s", err, out)

@@ -3,9 +3,7 @@ package inspect_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,9 +77,7 @@ func TestCorruptMsgpackIsADecodeError(t *testing.T) {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, os.Args[0], "-test.run=^TestCorruptMsgpackChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "REDELAY_CHILD_ADDRS="+rdb.Options().Addr, "REDELAY_CHILD_QUEUE="+name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := redistest.Rerun(cctx, "TestCorruptMsgpackChild", "REDELAY_CHILD_ADDRS="+rdb.Options().Addr, "REDELAY_CHILD_QUEUE="+name)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		lines := strings.SplitN(string(out), "\n", 13)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // renamed is the JSON codec under another name: a custom codec, which the
@@ -28,10 +28,7 @@ func announced[T any](t *testing.T, rdb redis.UniversalClient, name string, c co
 	q := blocking.New[T](rdb, name, blocking.WithCodec(c))
 	dq := delayed.New(q) // transfers: announces the queue
 	t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
-	redistest.WaitFor(t, 10*time.Second, "the queue's codec recorded", func() bool {
-		got, err := rdb.HGet(context.Background(), redistest.KeysOf(name).Meta, "codec").Result()
-		return err == nil && got == c.Name()
-	})
+	seedtest.WaitCodec(t, rdb, name, c.Name())
 	return q
 }
 

@@ -2,16 +2,15 @@ package inspect_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/blocking"
-	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // Order is the value type of the queues under test.
@@ -36,7 +35,8 @@ func decoded(id string, num func(int) any) map[string]any {
 	}
 }
 
-// fixture is a queue holding one item in each state, by ID.
+// fixture is a queue holding one item in each state, by ID
+// (seedtest.EveryState).
 type fixture struct {
 	name     string
 	rdb      redis.UniversalClient
@@ -53,63 +53,26 @@ var fixtureItems = []struct {
 	attempt int
 	headers map[string]string
 }{
-	{inspect.Delayed, "o-delayed", 0, map[string]string{"source": "test"}},
-	{inspect.Retry, "o-retry", 1, map[string]string{blocking.HeaderError: "boom"}},
-	{inspect.Ready, "o-ready", 0, map[string]string{"tenant": "acme"}},
-	{inspect.Inflight, "o-inflight", 1, nil},
-	{inspect.Dead, "o-dead", 0, map[string]string{blocking.HeaderError: "fatal (attempt 2 of 2)"}},
+	{inspect.Delayed, seedtest.Delayed, 0, map[string]string{"source": "test"}},
+	{inspect.Retry, seedtest.Retry, 1, map[string]string{blocking.HeaderError: "boom"}},
+	{inspect.Ready, seedtest.Ready, 0, map[string]string{"tenant": "acme"}},
+	{inspect.Inflight, seedtest.Inflight, 1, nil},
+	{inspect.Dead, seedtest.Dead, 0, map[string]string{blocking.HeaderError: "fatal (attempt 2 of 2)"}},
 }
 
-// populate makes a queue with one item in each state: o-dead failed twice
-// (max attempts 2), o-retry failed once and is retried in an hour,
-// o-inflight is leased (30 s), o-ready waits, o-delayed is due in an hour.
-// It returns once the queue's codec is recorded (the announce of its
-// consuming process), so that values decode.
+// populate makes a queue with one item in each state (seedtest.EveryState)
+// of value order(id). It returns once the queue's codec is recorded (the
+// announce of its consuming process), so that values decode.
 func populate(t *testing.T, rdb redis.UniversalClient, opts ...blocking.Option) *fixture {
 	t.Helper()
-	ctx := context.Background()
 	f := &fixture{name: redistest.QueueName(t), rdb: rdb}
-	f.q = blocking.New[Order](rdb, f.name, append([]blocking.Option{blocking.WithMaxAttempts(2)}, opts...)...)
-	t.Cleanup(func() { _ = f.q.Close() })
-	dq := delayed.New(f.q, delayed.WithoutTransfer())
-	t.Cleanup(func() { _ = dq.Close() })
 	f.start = serverNow(t, rdb)
-	offer := func(id string, h map[string]string) {
-		t.Helper()
-		if _, err := f.q.Offer(ctx, order(id), blocking.WithID(id), blocking.WithHeaders(h)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	receive := func(id string) *blocking.Delivery[Order] {
-		t.Helper()
-		d, err := f.q.Receive(ctx)
-		if err != nil || d.ID != id {
-			t.Fatalf("Receive = %v, %v; want %s", d, err, id)
-		}
-		return d
-	}
-	nack := func(d *blocking.Delivery[Order], delay time.Duration, why string) {
-		t.Helper()
-		if err := d.Nack(ctx, delay, blocking.WithReason(errors.New(why))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	offer("o-dead", nil)
-	nack(receive("o-dead"), 0, "first") // ready again at once
-	nack(receive("o-dead"), 0, "fatal") // its last attempt: dead
-	offer("o-retry", nil)
-	nack(receive("o-retry"), time.Hour, "boom")
-	offer("o-inflight", nil)
-	f.inflight = receive("o-inflight")
-	offer("o-ready", map[string]string{"tenant": "acme"})
-	if _, err := dq.Offer(ctx, order("o-delayed"), time.Hour, delayed.WithID("o-delayed"),
-		delayed.WithHeaders(map[string]string{"source": "test"})); err != nil {
-		t.Fatal(err)
-	}
+	s := seedtest.EveryState(t, rdb, f.name, order, opts...)
 	f.end = serverNow(t, rdb)
+	f.q, f.inflight = s.Queue, s.Inflight
 	in := inspect.New(rdb)
 	redistest.WaitFor(t, 10*time.Second, "the queue's codec recorded", func() bool {
-		it, err := in.Get(ctx, f.name, "o-ready")
+		it, err := in.Get(context.Background(), f.name, seedtest.Ready)
 		return err == nil && it.DecodeError == ""
 	})
 	return f

@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 func init() { Register("bullmq", func() Contestant { return &BullMQ{} }) }
@@ -99,7 +99,7 @@ func (b *BullMQ) Setup(ctx context.Context, addr string) error {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "REDIS_HOST="+host, "REDIS_PORT="+port, "QUEUE=bench", "PADDING="+strconv.Itoa(b.pad))
 	cmd.Stderr = &b.stderr
-	cmd.SysProcAttr = killWithParent()
+	osproc.DieWithParent(cmd) // elsewhere than Linux, worker.mjs exits when its stdin closes
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("bullmq: %w", err)
@@ -337,18 +337,6 @@ var nodeVersion = sync.OnceValue(func() string {
 	}
 	return strings.TrimSpace(string(out))
 })
-
-// killWithParent returns process attributes that have the kernel kill the
-// child when this process dies, where the platform supports it (Linux's
-// Pdeathsig; the field only exists there). Elsewhere worker.mjs still exits
-// when its stdin closes.
-func killWithParent() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{}
-	if f := reflect.ValueOf(attr).Elem().FieldByName("Pdeathsig"); f.IsValid() && f.CanSet() {
-		f.Set(reflect.ValueOf(syscall.SIGKILL))
-	}
-	return attr
-}
 
 // tailBuffer keeps the last few KiB written to it (the Node.js stderr), for
 // error messages.

@@ -5,10 +5,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redelay/redelay/bench/contestants"
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 // userHZ is the unit of the CPU times in /proc/<pid>/stat: Linux reports
@@ -20,11 +20,10 @@ const userHZ = 100
 // own driving of the offers), plus that of the process c runs its client
 // in (contestants.ClientProcess), if any.
 func clientCPU(c contestants.Contestant) (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
+	t, err := osproc.CPU()
+	if err != nil {
+		return 0, err
 	}
-	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	if cp, ok := c.(contestants.ClientProcess); ok {
 		if pid := cp.ClientPid(); pid > 0 {
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 // Server is one redis-server started for one workload: fresh, on a free
@@ -40,7 +41,7 @@ func StartServer(ctx context.Context, bin string) (*Server, error) {
 		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
 			"--loglevel", "warning", "--logfile", "")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		osproc.DieWithParent(cmd)
 		cmd.Stdout, cmd.Stderr = nil, nil
 		if err := cmd.Start(); err != nil {
 			os.RemoveAll(dir)

@@ -5,15 +5,13 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/codec"
-	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // hostileValue is a value a producer may store whose text as indented
@@ -40,26 +38,6 @@ func hostileValues() []hostileValue {
 	}
 }
 
-// offerAnnounced offers v to a new queue of codec c, due in an hour with
-// the ID "hostile", and returns the queue's name once the queue is
-// announced with its codec (so that the inspector decodes its values).
-func offerAnnounced(t *testing.T, rdb redis.UniversalClient, c codec.Codec, v any) string {
-	t.Helper()
-	ctx := context.Background()
-	name := goldenName("hostile")
-	q := blocking.New[any](rdb, name, blocking.WithCodec(c))
-	defer q.Close()
-	dq := delayed.New(q) // announces the queue with its codec
-	defer dq.Close()
-	if _, err := dq.Offer(ctx, v, time.Hour, delayed.WithID("hostile")); err != nil {
-		t.Fatal(err)
-	}
-	redistest.WaitFor(t, 10*time.Second, "the queue's codec recorded", func() bool {
-		return rdb.HGet(ctx, redistest.KeysOf(name).Meta, "codec").Val() == c.Name()
-	})
-	return name
-}
-
 // A small payload whose indented JSON is huge costs get and ls a small
 // multiple of its size, in output and in memory, and get says what it
 // left out.
@@ -73,8 +51,8 @@ func TestHostileValueBounded(t *testing.T) {
 					t.Fatal(err)
 				}
 				size := len(b)
-				name := offerAnnounced(t, rdb, c.codec, c.value)
-				small := offerAnnounced(t, rdb, c.codec, 1)
+				name := seedtest.OfferAnnounced(t, rdb, goldenName("hostile"), c.codec, "hostile", c.value)
+				small := seedtest.OfferAnnounced(t, rdb, goldenName("hostile"), c.codec, "hostile", 1)
 
 				// The command: its output (-o json holds the payload in
 				// base64 too).

@@ -19,6 +19,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // screenshotsEnv names the environment variable that makes
@@ -136,18 +137,6 @@ func fillShowcase(t *testing.T, rdb redis.UniversalClient) *showcase {
 		t.Cleanup(func() { _ = q.Close() })
 		return q
 	}
-	// kill makes a dead letter of v in q, which allows one attempt.
-	kill := func(q *blocking.Queue[map[string]any], id string, v map[string]any, h map[string]string, reason string) {
-		t.Helper()
-		_, err := q.Offer(ctx, v, blocking.WithID(id), blocking.WithHeaders(h))
-		must(err)
-		d, err := q.Receive(ctx)
-		must(err)
-		if d.ID != id {
-			t.Fatalf("received %q, want %q", d.ID, id)
-		}
-		must(d.Nack(ctx, 0, blocking.WithReason(errors.New(reason))))
-	}
 	s := &showcase{}
 
 	// orders
@@ -198,7 +187,7 @@ func fillShowcase(t *testing.T, rdb redis.UniversalClient) *showcase {
 		{"msg_01J9ZKF6RW", "billing@hooli.example", "password-reset", "dial tcp 10.0.3.7:587: i/o timeout"},
 	}
 	for i, d := range dead {
-		kill(bounces, d.id, email(d.to, d.template, fmt.Sprintf("ord_%d", 10310+i*7)), map[string]string{"tenant": "eu-west"}, d.reason)
+		seedtest.DeadLetter(ctx, t, bounces, d.id, email(d.to, d.template, fmt.Sprintf("ord_%d", 10310+i*7)), map[string]string{"tenant": "eu-west"}, d.reason)
 		s.emailsDead = append(s.emailsDead, d.id)
 	}
 	for i, to := range []string{"li.wei@globex.example", "sam@stark.example"} {
@@ -238,9 +227,9 @@ func fillShowcase(t *testing.T, rdb redis.UniversalClient) *showcase {
 	hook := func(url, event string, n int) map[string]any {
 		return map[string]any{"url": url, "event": event, "delivery_id": fmt.Sprintf("dlv_%d", 88120+n)}
 	}
-	kill(webhooks, "dlv_88120", hook("https://hooks.globex.example/orders", "order.paid", 0), nil, "POST https://hooks.globex.example/orders: 503 Service Unavailable")
-	kill(webhooks, "dlv_88121", hook("https://erp.initech.example/api/events", "order.shipped", 1), nil, `Post "https://erp.initech.example/api/events": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`)
-	kill(webhooks, "dlv_88122", hook("https://legacy.umbrella.example/notify", "invoice.issued", 2), nil, "POST https://legacy.umbrella.example/notify: 410 Gone")
+	seedtest.DeadLetter(ctx, t, webhooks, "dlv_88120", hook("https://hooks.globex.example/orders", "order.paid", 0), nil, "POST https://hooks.globex.example/orders: 503 Service Unavailable")
+	seedtest.DeadLetter(ctx, t, webhooks, "dlv_88121", hook("https://erp.initech.example/api/events", "order.shipped", 1), nil, `Post "https://erp.initech.example/api/events": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`)
+	seedtest.DeadLetter(ctx, t, webhooks, "dlv_88122", hook("https://legacy.umbrella.example/notify", "invoice.issued", 2), nil, "POST https://legacy.umbrella.example/notify: 410 Gone")
 	for n := 3; n < 5; n++ {
 		_, err := webhooks.Offer(ctx, hook("https://hooks.acme.example/redelay", "order.paid", n), blocking.WithID(fmt.Sprintf("dlv_%d", 88120+n)))
 		must(err)

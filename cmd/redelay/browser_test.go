@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // chromiumPath is where Debian's chromium package installs the browser
@@ -405,19 +405,7 @@ func (q browserQueue) fill(t *testing.T, rdb redis.UniversalClient, name string)
 	dq := delayed.New(bq, delayed.WithoutTransfer())
 	t.Cleanup(func() { _ = dq.Close() })
 	for _, it := range q.dead {
-		if _, err := bq.Offer(ctx, it.value, blocking.WithID(it.id), blocking.WithHeaders(it.headers)); err != nil {
-			t.Fatal(err)
-		}
-		d, err := bq.Receive(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.ID != it.id {
-			t.Fatalf("received %q, want %q", d.ID, it.id)
-		}
-		if err := d.Nack(ctx, 0, blocking.WithReason(errors.New(it.reason))); err != nil {
-			t.Fatal(err)
-		}
+		seedtest.DeadLetter(ctx, t, bq, it.id, it.value, it.headers, it.reason)
 	}
 	for _, it := range q.ready {
 		if _, err := bq.Offer(ctx, it.value, blocking.WithID(it.id), blocking.WithHeaders(it.headers)); err != nil {

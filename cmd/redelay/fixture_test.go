@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // parcel is the value of the fixture's items.
@@ -67,20 +67,7 @@ func fixture(t *testing.T, rdb redis.UniversalClient) string {
 		"carrier refused the parcel: 31 kg is over the 30 kg limit of the service",
 	}
 	for i, reason := range reasons {
-		id := fmt.Sprintf("dead-%d", i+1)
-		if _, err := q.Offer(ctx, parcel{SKU: fmt.Sprintf("sku-d%d", i+1), Qty: 1}, blocking.WithID(id)); err != nil {
-			t.Fatal(err)
-		}
-		d, err := q.Receive(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.ID != id {
-			t.Fatalf("received %q, want %q", d.ID, id)
-		}
-		if err := d.Nack(ctx, 0, blocking.WithReason(errors.New(reason))); err != nil {
-			t.Fatal(err)
-		}
+		seedtest.DeadLetter(ctx, t, q, fmt.Sprintf("dead-%d", i+1), parcel{SKU: fmt.Sprintf("sku-d%d", i+1), Qty: 1}, nil, reason)
 	}
 	in := inspect.New(rdb)
 	redistest.WaitFor(t, 10*time.Second, "the fixture in the registry, settled", func() bool {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redelay/redelay/internal/osproc"
 	"github.com/redelay/redelay/internal/redistest"
 )
 
@@ -107,6 +108,7 @@ func command(ctx context.Context, args ...string) *exec.Cmd {
 		}
 	}
 	cmd.Env = env
+	osproc.DieWithParent(cmd)
 	return cmd
 }
 

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 // Paired runs two operations alternately, one call of each per op
@@ -59,4 +61,14 @@ func (st CommandStat) PerCall() float64 {
 		return 0
 	}
 	return float64(st.Usec) / float64(st.Calls)
+}
+
+// ProcessCPU is the CPU time (user and system) this process has used.
+func ProcessCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	d, err := osproc.CPU()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }

@@ -32,9 +32,9 @@
 // and REDIS_CLI environment variables when set, else from PATH. The
 // script scripts/test.sh installs them when missing.
 //
-// Server processes are started with a parent-death signal so that they die
-// with the test binary even when it crashes; the package therefore builds on
-// Linux only.
+// Server processes are started with a parent-death signal on Linux
+// (osproc.DieWithParent) so that they die with the test binary even when it
+// crashes. [Rerun] runs the test binary again for a test's child side.
 //
 // [StartProxy] puts a fault-injecting TCP proxy in front of a server, for
 // tests of failure behaviour: [Proxy.Stall] holds all traffic as a network

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -238,6 +239,24 @@ func KeysOf(name string) keys.Set {
 		panic(err)
 	}
 	return k
+}
+
+// Unregister removes names from the registry of queues when t ends, for
+// tests whose queues would change what a later test that reads the whole
+// registry sees (the dashboard's overview, run again by go test -count=2).
+// Call it before opening the queues: cleanups run last in, first out, and
+// an open queue may announce itself again.
+func Unregister(t testing.TB, rdb redis.UniversalClient, names ...string) {
+	t.Helper()
+	members := make([]any, len(names))
+	for i, n := range names {
+		members[i] = n
+	}
+	t.Cleanup(func() {
+		if err := rdb.ZRem(context.Background(), keys.Registry, members...).Err(); err != nil {
+			t.Errorf("redistest: removing %q from the registry: %v", names, err)
+		}
+	})
 }
 
 // WaitFor polls cond every 5 ms until it holds, and fails the test when

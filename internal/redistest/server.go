@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/osproc"
 )
 
 const (
@@ -258,7 +260,7 @@ func (s *Server) startLocked() error {
 	// into the log.
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	osproc.DieWithParent(cmd)
 	err = cmd.Start()
 	logFile.Close()
 	if err != nil {
@@ -440,23 +442,6 @@ func hasFlag(args []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// exited reports whether the child process pid has exited (and is waiting
-// to be reaped), without reaping it.
-func exited(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the command name, which is in parentheses and may
-	// itself contain them.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	state := b[i+2]
-	return state == 'Z' || state == 'X'
 }
 
 // logTail returns the end of the log file at path, looking only at what

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/redelay/redelay/internal/redistest"
 	"github.com/redelay/redelay/internal/telemetry"
 	"github.com/redelay/redelay/tracing"
 )
@@ -42,10 +44,18 @@ func processAck(ctx context.Context, q *telemetry.Recorder, headers map[string]s
 // their no-op placeholders costs nothing, and starts to trace, propagate and
 // measure as soon as the application installs an SDK and a propagator,
 // without being built again. It is the only test of the package that sets
-// the globals: the placeholders delegate to the first provider set, once per
-// process.
+// the globals. The placeholders delegate to the first provider set, once per
+// process, so the test runs in a process of its own each time (go test
+// -count=2 runs it twice in one).
 func TestGlobalsInstalledLater(t *testing.T) {
 	ctx := context.Background()
+	if os.Getenv("REDELAY_OTEL_GLOBALS_CHILD") == "" {
+		out, err := redistest.Rerun(ctx, "TestGlobalsInstalledLater", "REDELAY_OTEL_GLOBALS_CHILD=1").CombinedOutput()
+		if err != nil {
+			t.Fatalf("in a process of its own: %v\n%s", err, out)
+		}
+		return
+	}
 	q := telemetry.New(telemetry.Config{}, "late")
 	off := telemetry.New(telemetry.Config{TracerProvider: noop.NewTracerProvider()}, "off")
 
