@@ -19,10 +19,9 @@ const maxCombined = 500
 // One combined call of a queue is in flight at a time while calls return
 // promptly: the offers made while a call is on its way all go in the next
 // one (see gather), so 8 producers share the server's fixed cost per call
-// (most of an offer's) nearly 8 ways. With up to 4 in flight at all
-// times, calls carried 1.5 offers and the server spent 55–60 µs of CPU
-// per offer instead of 35 (docs/benchmarks.md): on a busy server the
-// overlap of round trips did not make up for it. A call that has been on
+// (most of an offer's) nearly 8 ways; more calls in flight would carry
+// fewer offers each and cost the server more per offer than the overlap
+// of round trips saves (docs/decisions.md, "Offers"). A call that has been on
 // its way for slowCall (a stalled connection, a slot on the move, a wait
 // for replicas) no longer holds the others back: another sender starts,
 // up to maxSending.
@@ -35,10 +34,8 @@ const (
 // come back: when fewer offers are queued than its target (the most a
 // recent call carried), it yields to the other goroutines for up to
 // gatherWait before the call, so that the offers of callers just handed
-// their outcome go with it. Without this, 8 producers settled into calls
-// of 1 and 7, or 4 and 4 (the first caller back took a call of its own
-// and the others queued behind it): 4 offers per call on average; with
-// it, nearly 8 (docs/benchmarks.md). A lone producer never waits (its
+// their outcome go with it, instead of the first caller back taking a
+// call of its own (docs/decisions.md, "Offers"). A lone producer never waits (its
 // target is 1), and the target falls back after gatherDecay calls in a
 // row carried fewer.
 const (
