@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -15,9 +14,20 @@ import (
 	"github.com/redelay/redelay/internal/lua"
 )
 
-// This file holds the operations that look at and steer a queue from
-// outside the hot paths: reads by ID and by page, moves of one item, counts,
-// pause, purge.
+// Reads: one item by ID, pages of each state, counts and statistics. None
+// of them writes.
+
+// ReadyLen is the number of ready items: the ready list's (less the
+// priority marker at its tail) and the priority set's (size.lua, which
+// counts as every count of ready items does).
+func (q *Partition) ReadyLen(ctx context.Context) (int64, error) {
+	return q.c.eval(ctx, lua.Size, []string{q.K.Ready, q.K.Prio}).Int64()
+}
+
+// DelayedLen is the number of pending delayed items (retries not counted).
+func (q *Partition) DelayedLen(ctx context.Context) (int64, error) {
+	return q.c.rdb.ZCard(ctx, q.K.Delayed).Result()
+}
 
 // MaxPage bounds one page of a listing (the script unpacks its results).
 const MaxPage = 1000
@@ -212,41 +222,6 @@ func (q *Partition) listList(ctx context.Context, key string, offset, limit int)
 	return out, nil
 }
 
-// Move says where Reschedule puts an item.
-type Move struct {
-	Mode byte  // 'd': due US µs from now; 'a': due at US (Unix µs); 'n': ready now
-	US   int64 // the delay or due time, µs
-}
-
-// Reschedule moves the pending delayed item id to a new due time, or to
-// the ready list (reschedule.lua).
-func (q *Partition) Reschedule(ctx context.Context, id string, m Move) (RescheduleOutcome, error) {
-	return q.reschedule(ctx, "id", id, m)
-}
-
-// RescheduleRetry moves the retry named by its exact member.
-func (q *Partition) RescheduleRetry(ctx context.Context, member string, m Move) (RescheduleOutcome, error) {
-	return q.reschedule(ctx, "member", member, m)
-}
-
-func (q *Partition) reschedule(ctx context.Context, by, key string, m Move) (RescheduleOutcome, error) {
-	k := q.K
-	mode, us := "now", ""
-	if m.Mode != 'n' {
-		mode, us = string(m.Mode), strconv.FormatInt(m.US, 10)
-	}
-	n, err := q.c.eval(ctx, lua.Reschedule, []string{k.Delayed, k.Items, k.Ready, k.Retry, k.Prio, k.Seq},
-		k.Wake, by, key, mode, us).Int64()
-	return RescheduleOutcome(n), err
-}
-
-// Update replaces the payload of the pending delayed item id (update.lua),
-// when it and the item's producer headers fit limit bytes (0: no limit).
-// It returns 1 updated, 0 not pending, or minus the size over the limit.
-func (q *Partition) Update(ctx context.Context, id string, payload []byte, limit int) (int64, error) {
-	return q.c.eval(ctx, lua.Update, []string{q.K.Items}, id, payload, max(limit, 0)).Int64()
-}
-
 // Stats are a queue's counts and timings, read in one call.
 type Stats struct {
 	Delayed, Retry, Ready, Inflight, Dead int64
@@ -291,163 +266,6 @@ func statsOf(res []int64) (Stats, error) {
 	}, nil
 }
 
-// SetPaused pauses or resumes the queue for every process (pause.lua) and
-// reports whether the flag changed.
-func (q *Partition) SetPaused(ctx context.Context, paused bool) (bool, error) {
-	flag := "0"
-	if paused {
-		flag = "1"
-	}
-	n, err := q.c.eval(ctx, lua.Pause, []string{q.K.Meta}, q.K.Wake, flag).Int64()
-	return n == 1, err
-}
-
-// Paused reads the queue's pause flag.
-func (q *Partition) Paused(ctx context.Context) (bool, error) {
-	return q.c.rdb.HExists(ctx, q.K.Meta, keys.MetaPaused).Result()
-}
-
-// Part names a set of a queue's keys that Purge drops together.
-type Part int
-
-// Parts of a queue.
-const (
-	PartDelayed  Part = iota // the delayed set and its items hash
-	PartRetry                // the retry set
-	PartReady                // the ready list
-	PartInflight             // the leases, the in-flight items, the claimed list
-	PartDead                 // the dead letters: the dead-letter queue's ready list and priority set
-)
-
-// Purge drops every item of the parts, atomically, and returns how many
-// there were (purge.lua).
-func (q *Partition) Purge(ctx context.Context, parts ...Part) (int64, error) {
-	k := q.K
-	var ks []string
-	var count []any
-	// how a key counts (purge.lua): "1" its entries are items, "0" they
-	// are not (an index), "ready" the ready list, followed by its priority
-	// set (counted as ready_len counts them).
-	add := func(key, how string) {
-		ks = append(ks, key)
-		count = append(count, how)
-	}
-	for _, p := range parts {
-		switch p {
-		case PartDelayed:
-			add(k.Delayed, "1")
-			add(k.Items, "0")
-		case PartRetry:
-			add(k.Retry, "1")
-		case PartReady:
-			add(k.Ready, "ready")
-			add(k.Prio, "0")
-		case PartInflight:
-			add(k.Inflight, "1")
-			add(k.Leases, "0")
-			add(k.Claimed, "1")
-			add(k.Seen, "0")
-		case PartDead:
-			add(k.DeadReady, "ready")
-			add(k.DeadPrio, "0")
-		}
-	}
-	if len(ks) == 0 {
-		return 0, nil
-	}
-	return q.c.eval(ctx, lua.Purge, ks, count...).Int64()
-}
-
-// Requeue moves the dead letter e (from Find) back to the ready list
-// (requeue.lua): by its member in the dead letters' priority set, or by
-// its exact bytes in their list; false when it is no longer there.
-func (q *Partition) Requeue(ctx context.Context, e Entry) (bool, error) {
-	k := q.K
-	n, err := q.c.eval(ctx, lua.Requeue, []string{k.DeadReady, k.Ready, k.Prio, k.Seq, k.DeadPrio}, e.Data, e.Key).Int64()
-	return n == 1, err
-}
-
-// DeleteRetry drops the retry named by its exact member; false when it is
-// no longer there.
-func (q *Partition) DeleteRetry(ctx context.Context, member string) (bool, error) {
-	n, err := q.c.rdb.ZRem(ctx, q.K.Retry, member).Result()
-	return n == 1, err
-}
-
-// DeleteReady drops the ready item e (from ListReady or Find): by its
-// member in the priority set, or by its exact bytes in the ready list;
-// false when it is no longer there.
-func (q *Partition) DeleteReady(ctx context.Context, e Entry) (bool, error) {
-	if e.Key != "" {
-		n, err := q.c.rdb.ZRem(ctx, q.K.Prio, e.Key).Result()
-		return n == 1, err
-	}
-	n, err := q.c.rdb.LRem(ctx, q.K.Ready, 1, e.Data).Result()
-	return n == 1, err
-}
-
-// DeleteDead drops the dead letter e (from Find), as DeleteReady drops a
-// ready item; false when it is no longer there.
-func (q *Partition) DeleteDead(ctx context.Context, e Entry) (bool, error) {
-	return q.c.Partition(q.K.Dead()).DeleteReady(ctx, e)
-}
-
-// DeleteLeased drops a leased item and its lease, atomically; false when
-// the lease is gone. Its consumer's Ack or Nack then finds the lease lost.
-func (q *Partition) DeleteLeased(ctx context.Context, token string) (bool, error) {
-	var del *redis.IntCmd
-	_, err := q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.HDel(ctx, q.K.Inflight, token)
-		p.ZRem(ctx, q.K.Leases, token)
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	return del.Val() == 1, nil
-}
-
-// PopN removes and returns up to n of the next ready items without
-// blocking, in take order (see Pop); nil when none. Not resent by go-redis,
-// like Pop.
-func (q *Partition) PopN(ctx context.Context, n int) ([][]byte, error) {
-	if q.prio.Load() {
-		return q.popScript(ctx, n, "")
-	}
-	vals, err := q.c.do(ctx, false, "rpop", q.K.Ready, n).StringSlice()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, 0, len(vals))
-	for i, v := range vals {
-		if v != marker {
-			out = append(out, []byte(v))
-			continue
-		}
-		// The priority set holds items that come before the rest of vals:
-		// those go back first in line, and pops go through pop.lua.
-		q.prio.Store(true)
-		var back [][]byte
-		for _, w := range vals[i+1:] {
-			if w != marker {
-				back = append(back, []byte(w))
-			}
-		}
-		if err := q.PushBack(ctx, back...); err != nil {
-			// Better out of order than lost: the caller gets them all.
-			return append(out, back...), nil
-		}
-		if len(out) == 0 {
-			return q.popScript(ctx, n, "")
-		}
-		return out, nil
-	}
-	return out, nil
-}
-
 // Meta reads the queue's shared settings: max_attempts, paused, codec.
 func (q *Partition) Meta(ctx context.Context) (map[string]string, error) {
 	return q.c.rdb.HGetAll(ctx, q.K.Meta).Result()
@@ -487,30 +305,6 @@ func (q *Partition) Find(ctx context.Context, p Part, id string, limit int) (e E
 		}
 	}
 	return Entry{}, false, nil
-}
-
-// Announce records the queue in the registry of queues (keys.Registry),
-// with its codec's name in its meta hash when codec is not empty. Two
-// commands, on different Cluster slots: one round trip per node.
-func (q *Partition) Announce(ctx context.Context, codec string) error {
-	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, keys.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
-		if codec != "" {
-			p.HSet(ctx, q.K.Meta, keys.MetaCodec, codec)
-		}
-		return nil
-	})
-	return err
-}
-
-// Queues returns the names in the registry of queues, in name order.
-func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	names, err := c.rdb.ZRange(ctx, keys.Registry, 0, -1).Result()
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 // Presence is what Probe reads of a queue.
@@ -555,9 +349,4 @@ func (q *Partition) Probe(ctx context.Context) (Presence, error) {
 		pr.Partitions = v
 	}
 	return pr, nil
-}
-
-// LeaseCount is the number of leases (what ListLeased pages through). O(1).
-func (q *Partition) LeaseCount(ctx context.Context) (int64, error) {
-	return q.c.rdb.ZCard(ctx, q.K.Leases).Result()
 }

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/lua"
+)
+
+// Administration of a whole queue: pause, purge, the codec registry and
+// the list of known queues.
+
+// SetPaused pauses or resumes the queue for every process (pause.lua) and
+// reports whether the flag changed.
+func (q *Partition) SetPaused(ctx context.Context, paused bool) (bool, error) {
+	flag := "0"
+	if paused {
+		flag = "1"
+	}
+	n, err := q.c.eval(ctx, lua.Pause, []string{q.K.Meta}, q.K.Wake, flag).Int64()
+	return n == 1, err
+}
+
+// Paused reads the queue's pause flag.
+func (q *Partition) Paused(ctx context.Context) (bool, error) {
+	return q.c.rdb.HExists(ctx, q.K.Meta, keys.MetaPaused).Result()
+}
+
+// Part names a set of a queue's keys that Purge drops together.
+type Part int
+
+// Parts of a queue.
+const (
+	PartDelayed  Part = iota // the delayed set and its items hash
+	PartRetry                // the retry set
+	PartReady                // the ready list
+	PartInflight             // the leases, the in-flight items, the claimed list
+	PartDead                 // the dead letters: the dead-letter queue's ready list and priority set
+)
+
+// Purge drops every item of the parts, atomically, and returns how many
+// there were (purge.lua).
+func (q *Partition) Purge(ctx context.Context, parts ...Part) (int64, error) {
+	k := q.K
+	var ks []string
+	var count []any
+	// how a key counts (purge.lua): "1" its entries are items, "0" they
+	// are not (an index), "ready" the ready list, followed by its priority
+	// set (counted as ready_len counts them).
+	add := func(key, how string) {
+		ks = append(ks, key)
+		count = append(count, how)
+	}
+	for _, p := range parts {
+		switch p {
+		case PartDelayed:
+			add(k.Delayed, "1")
+			add(k.Items, "0")
+		case PartRetry:
+			add(k.Retry, "1")
+		case PartReady:
+			add(k.Ready, "ready")
+			add(k.Prio, "0")
+		case PartInflight:
+			add(k.Inflight, "1")
+			add(k.Leases, "0")
+			add(k.Claimed, "1")
+			add(k.Seen, "0")
+		case PartDead:
+			add(k.DeadReady, "ready")
+			add(k.DeadPrio, "0")
+		}
+	}
+	if len(ks) == 0 {
+		return 0, nil
+	}
+	return q.c.eval(ctx, lua.Purge, ks, count...).Int64()
+}
+
+// Announce records the queue in the registry of queues (keys.Registry),
+// with its codec's name in its meta hash when codec is not empty. Two
+// commands, on different Cluster slots: one round trip per node.
+func (q *Partition) Announce(ctx context.Context, codec string) error {
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, keys.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
+		if codec != "" {
+			p.HSet(ctx, q.K.Meta, keys.MetaCodec, codec)
+		}
+		return nil
+	})
+	return err
+}
+
+// Queues returns the names in the registry of queues, in name order.
+func (c *Client) Queues(ctx context.Context) ([]string, error) {
+	names, err := c.rdb.ZRange(ctx, keys.Registry, 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
+}

@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/lua"
+)
+
+// The claim step: ready items out of the ready list into the claimed list
+// (or popped outright, at-most-once), then confirmed, unclaimed, given back
+// or dead-lettered.
+
+// ClaimedHold is how long an item may sit in a queue's claimed list before
+// the reclaimer gives it back to the ready list. It is far above the time a
+// live consumer needs between its wait and its lease (a round trip), and
+// above the time go-redis takes to resend a lost reply with default
+// settings (about 4 × 3 s), which [Partition.Confirm]'s caller relies on. It
+// must be the same in every process, so it is not configurable.
+const ClaimedHold = 30 * time.Second
+
+// Pop removes and returns the next ready item without blocking: the
+// oldest of the highest priority; nil when none. go-redis does not resend
+// it: a resent pop would take a second item while the first one's reply is
+// lost.
+//
+// A queue whose items all have priority 0 is popped with one RPOP. Once it
+// meets the priority marker (the ready list's tail whenever the priority
+// set holds items), q pops with pop.lua for good.
+func (q *Partition) Pop(ctx context.Context) ([]byte, error) {
+	if !q.prio.Load() {
+		b, err := q.c.do(ctx, false, "rpop", q.K.Ready).Text()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if b != marker {
+			return []byte(b), nil
+		}
+		q.prio.Store(true)
+	}
+	envs, err := q.popScript(ctx, 1, "")
+	if err != nil || len(envs) == 0 {
+		return nil, err
+	}
+	return envs[0], nil
+}
+
+// TakeMarked takes the next ready item for a blocking wait that returned
+// the priority marker (the marker leaves the claimed list): nil when none
+// is left. Not resent, like Pop.
+func (q *Partition) TakeMarked(ctx context.Context) ([]byte, error) {
+	q.prio.Store(true)
+	envs, err := q.popScript(ctx, 1, marker)
+	if err != nil || len(envs) == 0 {
+		return nil, err
+	}
+	return envs[0], nil
+}
+
+// popScript runs pop.lua without resends.
+func (q *Partition) popScript(ctx context.Context, n int, claimed string) ([][]byte, error) {
+	k := q.K
+	vals, err := q.c.evalOnce(ctx, lua.Pop, []string{k.Ready, k.Prio, k.Claimed}, n, claimed).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		out[i] = []byte(v)
+	}
+	return out, nil
+}
+
+// WaitClaim blocks for at most block until an item is ready, then moves
+// the oldest one to the claimed list and returns it (nil after the block
+// with nothing ready). Waiting writes nothing, and Redis hands each item to
+// one waiting client. An item whose reply is lost stays in the claimed list
+// until the reclaimer gives it back (ClaimedHold): nothing is lost.
+func (q *Partition) WaitClaim(ctx context.Context, block time.Duration) ([]byte, error) {
+	k := q.K
+	var b string
+	var err error
+	if q.c.block > 0 {
+		b, err = q.c.do(ctx, true, "blmove", k.Ready, k.Claimed, "RIGHT", "LEFT", secs(block)).Text()
+	} else {
+		// The client's read timeout is too short for a block through Do,
+		// whose reply must come within it; go-redis gives a typed blocking
+		// command the block plus 10 s. Such commands take whole seconds.
+		b, err = q.c.rdb.BLMove(ctx, k.Ready, k.Claimed, "RIGHT", "LEFT", time.Second).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []byte(b), nil
+}
+
+// Confirm takes a claimed item for good (Take): false when it is no longer
+// in the claimed list. A resent Confirm finds nothing, so the caller tells
+// "already taken by my first send" from "given back by the reclaimer" by
+// how long ago it claimed the item (see ClaimedHold).
+func (q *Partition) Confirm(ctx context.Context, env []byte) (bool, error) {
+	n, err := q.c.do(ctx, true, "lrem", q.K.Claimed, 1, env).Int64()
+	return n == 1, err
+}
+
+// Unclaim gives a claimed item back to the head of the ready list.
+func (q *Partition) Unclaim(ctx context.Context, env []byte) (bool, error) {
+	k := q.K
+	n, err := q.c.eval(ctx, lua.Unclaim, []string{k.Claimed, k.Ready, k.Prio, k.Seq}, env).Int64()
+	return n == 1, err
+}
+
+// PushBack puts popped items back first in line, each where its priority
+// sends it (giveback.lua); envs[0] is taken first.
+func (q *Partition) PushBack(ctx context.Context, envs ...[]byte) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	k := q.K
+	args := make([]any, len(envs))
+	for i, e := range envs {
+		args[len(envs)-1-i] = e
+	}
+	return q.c.eval(ctx, lua.GiveBack, []string{k.Ready, k.Prio, k.Seq}, args...).Err()
+}
+
+// DeadLetter appends raw bytes to the dead letters as they are.
+func (q *Partition) DeadLetter(ctx context.Context, raw []byte) error {
+	return q.c.do(ctx, true, "lpush", q.K.DeadReady, raw).Err()
+}
+
+// PopN removes and returns up to n of the next ready items without
+// blocking, in take order (see Pop); nil when none. Not resent by go-redis,
+// like Pop.
+func (q *Partition) PopN(ctx context.Context, n int) ([][]byte, error) {
+	if q.prio.Load() {
+		return q.popScript(ctx, n, "")
+	}
+	vals, err := q.c.do(ctx, false, "rpop", q.K.Ready, n).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, len(vals))
+	for i, v := range vals {
+		if v != marker {
+			out = append(out, []byte(v))
+			continue
+		}
+		// The priority set holds items that come before the rest of vals:
+		// those go back first in line, and pops go through pop.lua.
+		q.prio.Store(true)
+		var back [][]byte
+		for _, w := range vals[i+1:] {
+			if w != marker {
+				back = append(back, []byte(w))
+			}
+		}
+		if err := q.PushBack(ctx, back...); err != nil {
+			// Better out of order than lost: the caller gets them all.
+			return append(out, back...), nil
+		}
+		if len(out) == 0 {
+			return q.popScript(ctx, n, "")
+		}
+		return out, nil
+	}
+	return out, nil
+}
