@@ -34,7 +34,7 @@ func BenchmarkPartitions(b *testing.B) {
 			ctx := context.Background()
 			name := redistest.QueueName(b)
 			if n > 1 {
-				name = spreadName(b, admin, n, 2)
+				name = redistest.SpreadName(b, admin, n, 2)
 			}
 			const procs = 3
 			qs := make([]*blocking.Queue[int], procs)

@@ -13,9 +13,8 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
-
-func fastBackoff(int) time.Duration { return 10 * time.Millisecond }
 
 // Every item is handled; failures and panics are retried with Attempt+1.
 func TestConsumeRetriesErrorsAndPanics(t *testing.T) {
@@ -51,7 +50,7 @@ func TestConsumeRetriesErrorsAndPanics(t *testing.T) {
 			}
 			return nil
 		}
-		err := q.Consume(ctx, handler, blocking.WithConcurrency(8), blocking.WithBackoff(fastBackoff))
+		err := q.Consume(ctx, handler, blocking.WithConcurrency(8), blocking.WithBackoff(seedtest.FastBackoff))
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Consume = %v", err)
 		}
@@ -85,9 +84,9 @@ func TestConsumeDeadLettersAfterMaxAttempts(t *testing.T) {
 			_ = q.Consume(ctx, func(context.Context, *blocking.Delivery[string]) error {
 				calls.Add(1)
 				return errors.New("upstream 503")
-			}, blocking.WithBackoff(fastBackoff))
+			}, blocking.WithBackoff(seedtest.FastBackoff))
 		})
-		dd := receiveWithin(t, q.DeadLetters(), 10*time.Second)
+		dd := seedtest.ReceiveWithin(t, q.DeadLetters(), 10*time.Second)
 		cancel()
 		wg.Wait()
 		if calls.Load() != 3 {
@@ -189,12 +188,12 @@ func TestConsumeExtendsLeases(t *testing.T) {
 			})
 		}()
 		<-started
-		expectNothing(t, other, 1200*time.Millisecond)
+		seedtest.ExpectNothing(t, other, 1200*time.Millisecond)
 		<-returned
 		if calls.Load() != 1 {
 			t.Fatalf("handler ran %d times", calls.Load())
 		}
-		expectNothing(t, other, 400*time.Millisecond)
+		seedtest.ExpectNothing(t, other, 400*time.Millisecond)
 	})
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/lua"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 	"github.com/redelay/redelay/internal/store"
 )
 
@@ -286,7 +287,7 @@ func TestSkipRetryAndRetryAfter(t *testing.T) {
 				return blocking.SkipRetry(errors.New("malformed order"))
 			})
 		}()
-		d := receiveWithin(t, q.DeadLetters(), 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q.DeadLetters(), 5*time.Second)
 		if calls.Load() != 1 || d.Headers[blocking.HeaderError] != "malformed order" {
 			t.Fatalf("handler called %d times, dead letter error %q", calls.Load(), d.Headers[blocking.HeaderError])
 		}
@@ -376,7 +377,7 @@ func TestShutdownTimeoutCancelsHandlers(t *testing.T) {
 			redistest.WaitFor(t, time.Second, "the item back in the ready list", func() bool {
 				return keyLen(t, rdb, name, "ready") == 1 && keyLen(t, rdb, name, "inflight") == 0
 			})
-			d := receiveWithin(t, q, 2*time.Second)
+			d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 			if d.Attempt != 1 {
 				t.Fatalf("redelivered as attempt %d, want 1: an interrupted handler is no failed attempt", d.Attempt)
 			}
@@ -536,7 +537,7 @@ func TestRollingUpgradeTwoEnvelopeVersions(t *testing.T) {
 	}
 	upgraded := blocking.New[string](rdb, name)
 	defer upgraded.Close()
-	d := receiveWithin(t, upgraded, 5*time.Second)
+	d := seedtest.ReceiveWithin(t, upgraded, 5*time.Second)
 	if d.ID != "v2" || d.Value != "two" || d.Attempt != 2 {
 		t.Fatalf("the new consumer got %q = %q, attempt %d", d.ID, d.Value, d.Attempt)
 	}
@@ -708,8 +709,8 @@ func TestMaxAttemptsIsTheQueues(t *testing.T) {
 	if _, err := first.Offer(ctx, "expires"); err != nil {
 		t.Fatal(err)
 	}
-	d := receiveWithin(t, first, 2*time.Second)
-	dd := receiveWithin(t, first.DeadLetters(), 5*time.Second)
+	d := seedtest.ReceiveWithin(t, first, 2*time.Second)
+	dd := seedtest.ReceiveWithin(t, first.DeadLetters(), 5*time.Second)
 	if dd.ID != d.ID || dd.Headers[blocking.HeaderError] != "lease expired on attempt 1 of 1" {
 		t.Fatalf("dead letter %q: %q", dd.ID, dd.Headers[blocking.HeaderError])
 	}
@@ -718,11 +719,11 @@ func TestMaxAttemptsIsTheQueues(t *testing.T) {
 	if _, err := first.Offer(ctx, "nacked"); err != nil {
 		t.Fatal(err)
 	}
-	d = receiveWithin(t, first, 2*time.Second)
+	d = seedtest.ReceiveWithin(t, first, 2*time.Second)
 	if err := d.Nack(ctx, 0, blocking.WithReason(errors.New("boom"))); err != nil {
 		t.Fatal(err)
 	}
-	dd = receiveWithin(t, first.DeadLetters(), 2*time.Second)
+	dd = seedtest.ReceiveWithin(t, first.DeadLetters(), 2*time.Second)
 	if dd.ID != d.ID || dd.Headers[blocking.HeaderError] != "boom (attempt 1 of 1)" {
 		t.Fatalf("dead letter %q: %q", dd.ID, dd.Headers[blocking.HeaderError])
 	}
@@ -871,7 +872,7 @@ func TestWrongTypeKeyChangesNothing(t *testing.T) {
 				t.Fatalf("ready list after the failed Receive: %q, want the item", ready)
 			}
 			_ = rdb.Del(ctx, k)
-			d := receiveWithin(t, q, 2*time.Second)
+			d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 			if d.Value != "precious" {
 				t.Fatalf("got %q", d.Value)
 			}
@@ -884,7 +885,7 @@ func TestWrongTypeKeyChangesNothing(t *testing.T) {
 		if _, err := q.Offer(ctx, "precious"); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 2*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 		k := redistest.KeysOf(name)
 		if err := rdb.Set(ctx, k.Retry, "x", 0).Err(); err != nil {
 			t.Fatal(err)
@@ -968,7 +969,7 @@ func TestHeaders(t *testing.T) {
 	if err != nil || id != "pay-1" {
 		t.Fatalf("Offer = %q, %v", id, err)
 	}
-	d := receiveWithin(t, q, 2*time.Second)
+	d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 	if d.ID != "pay-1" || d.Headers["tenant"] != "acme" || d.Headers["content-language"] != "fr" {
 		t.Fatalf("delivery %q, headers %v", d.ID, d.Headers)
 	}
@@ -1003,7 +1004,7 @@ func TestArgumentErrors(t *testing.T) {
 	if _, err := q.Offer(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
-	d := receiveWithin(t, q, 2*time.Second)
+	d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 	h := func(context.Context, *blocking.Delivery[string]) error { return nil }
 	_, pollErr := func() (bool, error) { _, ok, err := q.Poll(ctx, -time.Second); return ok, err }()
 	_, emptyID := q.Offer(ctx, "v", blocking.WithID(""))
@@ -1040,7 +1041,7 @@ func expireLease(t *testing.T, rdb *redis.Client, name, v string, opts ...blocki
 	if _, err := q.Offer(ctx, v, opts...); err != nil {
 		t.Fatal(err)
 	}
-	receiveWithin(t, q, 2*time.Second) // never settled
+	seedtest.ReceiveWithin(t, q, 2*time.Second) // never settled
 	ls, err := rdb.ZRangeWithScores(ctx, redistest.KeysOf(name).Leases, 0, -1).Result()
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("leases %v, %v", ls, err)
@@ -1080,7 +1081,7 @@ func TestReclaimDeadLettersNonEnvelope(t *testing.T) {
 	logger, logs := redistest.CaptureLogs()
 	q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(time.Second), blocking.WithLogger(logger))
 	defer q.Close()
-	d := receiveWithin(t, q, 5*time.Second)
+	d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 	if d.Value != "precious" || d.Attempt != 2 {
 		t.Fatalf("got %q attempt %d, want precious attempt 2", d.Value, d.Attempt)
 	}
@@ -1124,7 +1125,7 @@ func TestBadMaxAttemptsInMeta(t *testing.T) {
 		waitServerPast(t, rdb, expireLease(t, rdb, name, "precious"))
 		q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(time.Second))
 		defer q.Close()
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if d.Value != "precious" || d.Attempt != 2 {
 			t.Fatalf("got %q attempt %d, want precious attempt 2", d.Value, d.Attempt)
 		}
@@ -1138,14 +1139,14 @@ func TestBadMaxAttemptsInMeta(t *testing.T) {
 		if _, err := q.Offer(ctx, "precious"); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 2*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 		if err := rdb.HSet(ctx, k.Meta, "max_attempts", "ten").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.Nack(ctx, 0); err != nil {
 			t.Fatalf("Nack: %v", err)
 		}
-		d = receiveWithin(t, q, 2*time.Second)
+		d = seedtest.ReceiveWithin(t, q, 2*time.Second)
 		if d.Value != "precious" || d.Attempt != 2 {
 			t.Fatalf("got %q attempt %d, want precious attempt 2", d.Value, d.Attempt)
 		}
@@ -1187,7 +1188,7 @@ func TestNonIntegerMaxAttemptsInMeta(t *testing.T) {
 			if _, err := q.Offer(ctx, "precious"); err != nil {
 				t.Fatal(err)
 			}
-			d := receiveWithin(t, q, 2*time.Second)
+			d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 			if err := rdb.HSet(ctx, k.Meta, "max_attempts", v).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -1241,7 +1242,7 @@ func TestBadSeqLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if d.Value != "precious" || d.Priority != 5 || d.Attempt != attempt {
 			t.Fatalf("got %q priority %d attempt %d", d.Value, d.Priority, d.Attempt)
 		}
@@ -1264,7 +1265,7 @@ func TestBadSeqLosesNothing(t *testing.T) {
 		if _, err := q.Offer(ctx, "precious", prio); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 2*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 		corrupt(t, k)
 		if err := d.Nack(ctx, 0); err == nil {
 			t.Fatal("Nack with a bad counter: no error")
@@ -1279,7 +1280,7 @@ func TestBadSeqLosesNothing(t *testing.T) {
 		if _, err := q.Offer(ctx, "precious", prio); err != nil {
 			t.Fatal(err)
 		}
-		receiveWithin(t, q, 2*time.Second)
+		seedtest.ReceiveWithin(t, q, 2*time.Second)
 		_ = q.Close()
 		corrupt(t, k)
 		tokens, err := rdb.HKeys(ctx, k.Inflight).Result()
@@ -1299,7 +1300,7 @@ func TestBadSeqLosesNothing(t *testing.T) {
 		if _, err := q.Offer(ctx, "precious", prio); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 2*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 2*time.Second)
 		if err := d.Nack(ctx, 0); err != nil { // its last attempt: dead-lettered
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package blocking_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,9 +17,6 @@ import (
 	"github.com/redelay/redelay/internal/redistest"
 )
 
-// partKeys returns the keys of partition i of the queue called name.
-func partKeys(name string, i int) keys.Set { return redistest.KeysOf(name).Partition(i) }
-
 // TestPartitionsRecorded: the first process records n; a process with
 // another n, or none, gets ErrInvalidQueue naming both numbers, from its
 // first call; a bad n is refused before any call.
@@ -33,7 +29,7 @@ func TestPartitionsRecorded(t *testing.T) {
 		if _, err := q.Offer(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		got, err := rdb.HGet(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Result()
+		got, err := rdb.HGet(ctx, redistest.KeysOf(name).Partition(0).Meta, keys.MetaPartitions).Result()
 		if err != nil || got != "8" {
 			t.Fatalf("recorded partitions = %q, %v; want 8", got, err)
 		}
@@ -92,7 +88,7 @@ func TestPartitionsRefusedOnQueueUsedWithout(t *testing.T) {
 					}
 				}
 				if tc.forget {
-					if err := rdb.HDel(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Err(); err != nil {
+					if err := rdb.HDel(ctx, redistest.KeysOf(name).Partition(0).Meta, keys.MetaPartitions).Err(); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -127,7 +123,7 @@ func TestPartitionsRecordedAfterAnnounce(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
-		if err := rdb.HSet(ctx, partKeys(name, 0).Meta, keys.MetaCodec, "msgpack").Err(); err != nil {
+		if err := rdb.HSet(ctx, redistest.KeysOf(name).Partition(0).Meta, keys.MetaCodec, "msgpack").Err(); err != nil {
 			t.Fatal(err)
 		}
 		q := blocking.New[int](rdb, name, blocking.WithPartitions(4))
@@ -135,7 +131,7 @@ func TestPartitionsRecordedAfterAnnounce(t *testing.T) {
 		if _, err := q.Offer(ctx, 1); err != nil {
 			t.Fatalf("first Offer after the announce: %v", err)
 		}
-		if got, err := rdb.HGet(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Result(); err != nil || got != "4" {
+		if got, err := rdb.HGet(ctx, redistest.KeysOf(name).Partition(0).Meta, keys.MetaPartitions).Result(); err != nil || got != "4" {
 			t.Fatalf("recorded partitions = %q, %v; want 4", got, err)
 		}
 	})
@@ -155,7 +151,7 @@ func TestPartitionOneIsTodaysLayout(t *testing.T) {
 	if _, err := q.Take(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := rdb.HGet(ctx, partKeys(name, 0).Meta, keys.MetaPartitions).Result(); err != nil || got != "1" {
+	if got, err := rdb.HGet(ctx, redistest.KeysOf(name).Partition(0).Meta, keys.MetaPartitions).Result(); err != nil || got != "1" {
 		t.Fatalf("recorded partitions = %q, %v; want 1", got, err)
 	}
 	if ks, _ := rdb.Keys(ctx, "redelay:{"+name+"{*").Result(); len(ks) != 0 {
@@ -177,7 +173,7 @@ func TestPartitionRoutingByID(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := keys.PartitionOf(id, 4)
-			n, err := rdb.LLen(ctx, partKeys(name, want).Ready).Result()
+			n, err := rdb.LLen(ctx, redistest.KeysOf(name).Partition(want).Ready).Result()
 			if err != nil || n == 0 {
 				t.Fatalf("%s: partition %d holds %d items, %v", id, want, n, err)
 			}
@@ -186,7 +182,7 @@ func TestPartitionRoutingByID(t *testing.T) {
 			t.Fatalf("Size = %d, %v", n, err)
 		}
 		for i := range 4 {
-			if n, _ := rdb.LLen(ctx, partKeys(name, i).Ready).Result(); n == 0 {
+			if n, _ := rdb.LLen(ctx, redistest.KeysOf(name).Partition(i).Ready).Result(); n == 0 {
 				t.Fatalf("partition %d is empty", i)
 			}
 		}
@@ -247,7 +243,7 @@ func TestPartitionWakeAndStop(t *testing.T) {
 		const n = 4
 		q := blocking.New[string](rdb, name, blocking.WithPartitions(n), blocking.WithVisibilityTimeout(5*time.Second))
 		for p := range n {
-			id := idIn(p, n)
+			id := redistest.IDIn(p, n)
 			got := make(chan string, 1)
 			errc := make(chan error, 1)
 			go func() {
@@ -306,22 +302,12 @@ func TestPartitionWakeAndStop(t *testing.T) {
 		}
 		// Nothing was lost or left claimed.
 		for p := range n {
-			k := partKeys(name, p)
+			k := redistest.KeysOf(name).Partition(p)
 			if c, _ := rdb.LLen(ctx, k.Claimed).Result(); c != 0 {
 				t.Fatalf("partition %d: %d items left claimed", p, c)
 			}
 		}
 	})
-}
-
-// idIn returns an ID that lives in partition p of n.
-func idIn(p, n int) string {
-	for i := 0; ; i++ {
-		id := fmt.Sprintf("p%d-%d", p, i)
-		if keys.PartitionOf(id, n) == p {
-			return id
-		}
-	}
 }
 
 // TestPartitionConsume: Consume with concurrency handles every item of
@@ -368,9 +354,6 @@ func TestPartitionConsume(t *testing.T) {
 	})
 }
 
-// partOf is the partition of an ID.
-func partOf(id string, n int) int { return keys.PartitionOf(id, n) }
-
 // TestPartitionDeadLetters: items dead-lettered in every partition are in
 // the partitioned dead-letter queue, and Redrive brings each back to its
 // partition.
@@ -382,7 +365,7 @@ func TestPartitionDeadLetters(t *testing.T) {
 		q := blocking.New[string](rdb, name, blocking.WithPartitions(n), blocking.WithMaxAttempts(1))
 		t.Cleanup(func() { _ = q.Close() })
 		for p := range n {
-			if _, err := q.Offer(ctx, idIn(p, n), blocking.WithID(idIn(p, n))); err != nil {
+			if _, err := q.Offer(ctx, redistest.IDIn(p, n), blocking.WithID(redistest.IDIn(p, n))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -396,14 +379,14 @@ func TestPartitionDeadLetters(t *testing.T) {
 			}
 		}
 		for p := range n {
-			if c, _ := rdb.LLen(ctx, partKeys(name, p).DeadReady).Result(); c != 1 {
+			if c, _ := rdb.LLen(ctx, redistest.KeysOf(name).Partition(p).DeadReady).Result(); c != 1 {
 				t.Fatalf("partition %d holds %d dead letters, want 1", p, c)
 			}
 		}
 		if s, err := q.DeadLetters().Size(ctx); err != nil || s != n {
 			t.Fatalf("DeadLetters().Size = %d, %v", s, err)
 		}
-		if err := q.RedriveID(ctx, idIn(2, n)); err != nil {
+		if err := q.RedriveID(ctx, redistest.IDIn(2, n)); err != nil {
 			t.Fatal(err)
 		}
 		if moved, err := q.Redrive(ctx, 0); err != nil || moved != n-1 {
@@ -413,7 +396,7 @@ func TestPartitionDeadLetters(t *testing.T) {
 			t.Fatalf("Size after Redrive = %d, %v", s, err)
 		}
 		for p := range n {
-			if c, _ := rdb.LLen(ctx, partKeys(name, p).Ready).Result(); c != 1 {
+			if c, _ := rdb.LLen(ctx, redistest.KeysOf(name).Partition(p).Ready).Result(); c != 1 {
 				t.Fatalf("partition %d holds %d ready items after Redrive, want 1", p, c)
 			}
 		}
@@ -436,12 +419,12 @@ func TestPartitionPause(t *testing.T) {
 			t.Fatal(err)
 		}
 		for p := range n {
-			if v, _ := rdb.HGet(ctx, partKeys(name, p).Meta, "paused").Result(); v == "" {
+			if v, _ := rdb.HGet(ctx, redistest.KeysOf(name).Partition(p).Meta, "paused").Result(); v == "" {
 				t.Fatalf("partition %d not paused", p)
 			}
 		}
 		for p := range n {
-			if _, err := q.Offer(ctx, idIn(p, n), blocking.WithID(idIn(p, n))); err != nil {
+			if _, err := q.Offer(ctx, redistest.IDIn(p, n), blocking.WithID(redistest.IDIn(p, n))); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // This file proves Pause and Resume (across goroutines, clients, OS
@@ -444,7 +445,7 @@ func TestPauseKeepsTransfersAndReclaim(t *testing.T) {
 		if _, err := q.Offer(ctx, "leased", blocking.WithID("leased")); err != nil {
 			t.Fatal(err)
 		}
-		lost := receiveWithin(t, q, 5*time.Second)
+		lost := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if lost.ID != "leased" || lost.Attempt != 1 {
 			t.Fatalf("received %+v", lost)
 		}
@@ -488,14 +489,14 @@ func TestPauseKeepsTransfersAndReclaim(t *testing.T) {
 		if err := lost.Ack(ctx); !errors.Is(err, blocking.ErrLeaseLost) {
 			t.Fatalf("Ack of the expired lease = %v, want ErrLeaseLost", err)
 		}
-		expectNothing(t, q, 300*time.Millisecond)
+		seedtest.ExpectNothing(t, q, 300*time.Millisecond)
 
 		if err := admin.Resume(ctx); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]int{}
 		for range 2 {
-			d := receiveWithin(t, q, 5*time.Second)
+			d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 			got[d.ID] = d.Attempt
 			if err := d.Ack(ctx); err != nil {
 				t.Fatal(err)
@@ -504,7 +505,7 @@ func TestPauseKeepsTransfersAndReclaim(t *testing.T) {
 		if got["leased"] != 2 || got["due"] != 1 {
 			t.Fatalf("delivered after Resume: %v, want leased (attempt 2) and due (attempt 1)", got)
 		}
-		expectNothing(t, q, time.Second)
+		seedtest.ExpectNothing(t, q, time.Second)
 		if st := pzStats(t, admin); st.Ready != 0 || st.Inflight != 0 || st.Retry != 0 || st.Dead != 0 || st.Delayed != 0 {
 			t.Fatalf("Stats at the end = %+v", st)
 		}
@@ -770,11 +771,11 @@ func TestPeekAndPurge(t *testing.T) {
 			t.Fatalf("Peek with garbage = %d items, %v", len(items), err)
 		}
 
-		d0 := receiveWithin(t, q, 5*time.Second) // p0
-		if err := d0.Nack(ctx, 0); err != nil {  // max attempts 1: dead
+		d0 := seedtest.ReceiveWithin(t, q, 5*time.Second) // p0
+		if err := d0.Nack(ctx, 0); err != nil {           // max attempts 1: dead
 			t.Fatal(err)
 		}
-		d1 := receiveWithin(t, q, 5*time.Second) // p1, kept leased
+		d1 := seedtest.ReceiveWithin(t, q, 5*time.Second) // p1, kept leased
 		if d0.Value != "p0" || d1.Value != "p1" {
 			t.Fatalf("received %q, %q", d0.Value, d1.Value)
 		}
@@ -846,7 +847,7 @@ func TestStatsFields(t *testing.T) {
 		if _, err := q.Offer(ctx, "retry"); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		sent := time.Now()
 		if err := d.Nack(ctx, 30*time.Minute); err != nil {
 			t.Fatal(err)
@@ -863,7 +864,7 @@ func TestStatsFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		for attempt := 1; attempt <= 2; attempt++ {
-			d := receiveWithin(t, q, 10*time.Second)
+			d := seedtest.ReceiveWithin(t, q, 10*time.Second)
 			if d.Value != "dead" || d.Attempt != attempt {
 				t.Fatalf("received %q attempt %d", d.Value, d.Attempt)
 			}
@@ -875,7 +876,7 @@ func TestStatsFields(t *testing.T) {
 		if _, err := q.Offer(ctx, "inflight"); err != nil {
 			t.Fatal(err)
 		}
-		held := receiveWithin(t, q, 5*time.Second)
+		held := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if held.Value != "inflight" {
 			t.Fatalf("received %q", held.Value)
 		}

@@ -13,29 +13,8 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
-
-func receiveWithin[T any](t *testing.T, q *blocking.Queue[T], within time.Duration) *blocking.Delivery[T] {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	d, err := q.Receive(ctx)
-	if err != nil {
-		t.Fatalf("Receive: %v", err)
-	}
-	return d
-}
-
-func expectNothing(t *testing.T, q *blocking.Queue[string], within time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	if d, err := q.Receive(ctx); err == nil {
-		t.Fatalf("unexpected delivery %q (attempt %d)", d.Value, d.Attempt)
-	} else if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Receive: %v", err)
-	}
-}
 
 // keyLen reads the length of one of the queue's keys directly.
 func keyLen(t *testing.T, rdb redis.UniversalClient, name, key string) int64 {
@@ -70,7 +49,7 @@ func TestReceiveAck(t *testing.T) {
 		if _, err := q.Offer(ctx, "job"); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if d.Value != "job" || d.Attempt != 1 || d.ID == "" || d.EnqueuedAt.Before(before) || d.DueAt.Before(d.EnqueuedAt) {
 			t.Fatalf("delivery = %+v", d)
 		}
@@ -91,7 +70,7 @@ func TestReceiveAck(t *testing.T) {
 				t.Fatalf("%s holds %d after Ack", key, n)
 			}
 		}
-		expectNothing(t, q, 300*time.Millisecond)
+		seedtest.ExpectNothing(t, q, 300*time.Millisecond)
 	})
 }
 
@@ -107,7 +86,7 @@ func TestNackToDeadLettersAndRedrive(t *testing.T) {
 		}
 		for attempt := 1; attempt <= 3; attempt++ {
 			start := time.Now()
-			d := receiveWithin(t, q, 5*time.Second)
+			d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 			if d.Attempt != attempt {
 				t.Fatalf("attempt = %d, want %d", d.Attempt, attempt)
 			}
@@ -123,20 +102,20 @@ func TestNackToDeadLettersAndRedrive(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		expectNothing(t, q, 400*time.Millisecond)
+		seedtest.ExpectNothing(t, q, 400*time.Millisecond)
 
 		dead := q.DeadLetters()
 		if n, err := dead.Size(ctx); err != nil || n != 1 {
 			t.Fatalf("dead letters = %d, %v", n, err)
 		}
-		dd := receiveWithin(t, dead, 5*time.Second)
+		dd := seedtest.ReceiveWithin(t, dead, 5*time.Second)
 		if dd.Value != "flaky" || !strings.Contains(dd.Headers[blocking.HeaderError], "attempt 3 of 3") {
 			t.Fatalf("dead letter = %q, headers %v", dd.Value, dd.Headers)
 		}
 		if err := dd.Nack(ctx, 0, blocking.WithReason(errors.New("checked by hand"))); err != nil { // back onto the dead-letter queue
 			t.Fatal(err)
 		}
-		if dd = receiveWithin(t, dead, 5*time.Second); dd.Headers[blocking.HeaderError] != "checked by hand" || dd.Attempt != 2 {
+		if dd = seedtest.ReceiveWithin(t, dead, 5*time.Second); dd.Headers[blocking.HeaderError] != "checked by hand" || dd.Attempt != 2 {
 			t.Fatalf("dead letter after Nack WithReason: attempt %d, headers %v", dd.Attempt, dd.Headers)
 		}
 		if err := dd.Nack(ctx, 0); err != nil {
@@ -146,7 +125,7 @@ func TestNackToDeadLettersAndRedrive(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("Redrive = %d, %v", n, err)
 		}
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if d.Value != "flaky" || d.Attempt != 1 {
 			t.Fatalf("redriven delivery = %q attempt %d", d.Value, d.Attempt)
 		}
@@ -169,7 +148,7 @@ func TestRedriveInBulk(t *testing.T) {
 			}
 		}
 		for range n {
-			if err := receiveWithin(t, q, 5*time.Second).Nack(ctx, 0); err != nil {
+			if err := seedtest.ReceiveWithin(t, q, 5*time.Second).Nack(ctx, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -183,7 +162,7 @@ func TestRedriveInBulk(t *testing.T) {
 			t.Fatalf("Redrive(all) = %d, %v", moved, err)
 		}
 		// Oldest dead letter first.
-		if d := receiveWithin(t, q, 5*time.Second); d.Value != "0" || d.Attempt != 1 {
+		if d := seedtest.ReceiveWithin(t, q, 5*time.Second); d.Value != "0" || d.Attempt != 1 {
 			t.Fatalf("first redriven = %q attempt %d", d.Value, d.Attempt)
 		}
 	})
@@ -200,9 +179,9 @@ func TestLeaseExpires(t *testing.T) {
 		if _, err := q.Offer(ctx, "slow"); err != nil {
 			t.Fatal(err)
 		}
-		first := receiveWithin(t, q, 5*time.Second)
+		first := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		start := time.Now()
-		second := receiveWithin(t, q, 5*time.Second)
+		second := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if waited := time.Since(start); waited < 250*time.Millisecond {
 			t.Fatalf("redelivered after %v, before the visibility timeout", waited)
 		}
@@ -232,7 +211,7 @@ func TestExtendKeepsLease(t *testing.T) {
 		if _, err := q.Offer(ctx, "long"); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -248,7 +227,7 @@ func TestExtendKeepsLease(t *testing.T) {
 				}
 			}
 		})
-		expectNothing(t, q, 1200*time.Millisecond)
+		seedtest.ExpectNothing(t, q, 1200*time.Millisecond)
 		close(stop)
 		wg.Wait()
 		if err := d.Ack(ctx); err != nil {
@@ -271,18 +250,18 @@ func TestExpiredOnLastAttemptIsDeadLettered(t *testing.T) {
 		if _, err := q.Offer(ctx, "hangs"); err != nil {
 			t.Fatal(err)
 		}
-		receiveWithin(t, q, 5*time.Second)
-		if d := receiveWithin(t, q, 5*time.Second); d.Attempt != 2 {
+		seedtest.ReceiveWithin(t, q, 5*time.Second)
+		if d := seedtest.ReceiveWithin(t, q, 5*time.Second); d.Attempt != 2 {
 			t.Fatalf("attempt = %d", d.Attempt)
 		}
-		dd := receiveWithin(t, q.DeadLetters(), 5*time.Second)
+		dd := seedtest.ReceiveWithin(t, q.DeadLetters(), 5*time.Second)
 		if want := "lease expired on attempt 2 of 2"; dd.Headers[blocking.HeaderError] != want {
 			t.Fatalf("dead letter headers = %v, want %q", dd.Headers, want)
 		}
 		if err := dd.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
-		expectNothing(t, q, 300*time.Millisecond)
+		seedtest.ExpectNothing(t, q, 300*time.Millisecond)
 	})
 }
 
@@ -307,7 +286,7 @@ func TestReceivePoison(t *testing.T) {
 		if _, err := q.Offer(ctx, "good"); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		if d.Value != "good" {
 			t.Fatalf("got %q", d.Value)
 		}
@@ -328,7 +307,7 @@ func TestReceivePoison(t *testing.T) {
 		if _, err := rdb.ZAdd(ctx, k.Retry, redis.Z{Score: 0, Member: mustZMember(t, rdb, k.Retry)}).Result(); err != nil {
 			t.Fatal(err) // due now
 		}
-		di := receiveWithin(t, ints, 5*time.Second)
+		di := seedtest.ReceiveWithin(t, ints, 5*time.Second)
 		if di.Value != 42 || di.Attempt != 2 || !strings.Contains(di.Headers[blocking.HeaderError], "decode") {
 			t.Fatalf("retried item = %d, attempt %d, error %q", di.Value, di.Attempt, di.Headers[blocking.HeaderError])
 		}
@@ -381,14 +360,14 @@ func TestCloseClosesDeadLetterChain(t *testing.T) {
 	if _, err := q.Offer(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := receiveWithin(t, q, 5*time.Second).Nack(ctx, 0); err != nil {
+	if err := seedtest.ReceiveWithin(t, q, 5*time.Second).Nack(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := receiveWithin(t, q.DeadLetters(), 5*time.Second).Nack(ctx, 0); err != nil {
+	if err := seedtest.ReceiveWithin(t, q.DeadLetters(), 5*time.Second).Nack(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	deeper := q.DeadLetters().DeadLetters()
-	d := receiveWithin(t, deeper, 5*time.Second) // starts a transfer for the third level
+	d := seedtest.ReceiveWithin(t, deeper, 5*time.Second) // starts a transfer for the third level
 	if d.Value != "x" {
 		t.Fatalf("got %q", d.Value)
 	}
@@ -417,7 +396,7 @@ func TestConcurrentSettlementsOneWins(t *testing.T) {
 		if _, err := q.Offer(ctx, i); err != nil {
 			t.Fatal(err)
 		}
-		d := receiveWithin(t, q, 5*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 		var ackErr, nackErr error
 		var wg sync.WaitGroup
 		wg.Go(func() { ackErr = d.Ack(ctx) })
@@ -430,7 +409,7 @@ func TestConcurrentSettlementsOneWins(t *testing.T) {
 			t.Fatalf("try %d: the losing settlement returned %v, want ErrLeaseLost", i, err)
 		}
 		if nackErr == nil { // the item is back: take it out for the next try
-			d := receiveWithin(t, q, 5*time.Second)
+			d := seedtest.ReceiveWithin(t, q, 5*time.Second)
 			if err := d.Ack(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/internal/keys"
 )
 
 const (
@@ -228,4 +230,64 @@ func clusterNodeReady(addr string, nodes int) error {
 		}
 	}
 	return nil
+}
+
+// MasterOf returns, for each of the n partitions of the queue called name,
+// the address of the cluster master that holds its keys.
+func MasterOf(t testing.TB, rdb *redis.ClusterClient, name string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, n)
+	for i := range n {
+		slot, err := rdb.ClusterKeySlot(ctx, KeysOf(name).Partition(i).Ready).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range slots {
+			if int64(s.Start) <= slot && slot <= int64(s.End) {
+				out[i] = s.Nodes[0].Addr
+			}
+		}
+	}
+	return out
+}
+
+// SpreadName returns a queue name whose n partitions land on every master
+// of the cluster, at least min on each: the slot of a tag is a hash, so
+// with 8 partitions on 3 masters a name picked at random leaves a master
+// without any 12 % of the time (the README's advice: n several times the
+// number of masters).
+func SpreadName(t testing.TB, rdb *redis.ClusterClient, n, min int) string {
+	t.Helper()
+	for range 200 {
+		name := QueueName(t)
+		per := map[string]int{}
+		for _, m := range MasterOf(t, rdb, name, n) {
+			per[m]++
+		}
+		ok := len(per) == clusterMasters
+		for _, c := range per {
+			ok = ok && c >= min
+		}
+		if ok {
+			return name
+		}
+	}
+	t.Fatal("no name spreads its partitions over every master")
+	return ""
+}
+
+// IDIn returns an item ID that lives in partition p of a queue of n
+// partitions.
+func IDIn(p, n int) string {
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("p%d-%d", p, i)
+		if keys.PartitionOf(id, n) == p {
+			return id
+		}
+	}
 }

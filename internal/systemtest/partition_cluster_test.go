@@ -1,4 +1,4 @@
-package blocking_test
+package systemtest_test
 
 import (
 	"context"
@@ -13,57 +13,9 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
 )
-
-// masterOf maps each partition of the queue called name (n partitions)
-// to the address of the master that serves it.
-func masterOf(t testing.TB, rdb *redis.ClusterClient, name string, n int) []string {
-	t.Helper()
-	ctx := context.Background()
-	slots, err := rdb.ClusterSlots(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]string, n)
-	for i := range n {
-		slot, err := rdb.ClusterKeySlot(ctx, partKeys(name, i).Ready).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) {
-				out[i] = s.Nodes[0].Addr
-			}
-		}
-	}
-	return out
-}
-
-// spreadName returns a queue name whose n partitions land on every master
-// of the cluster, at least min on each: the slot of a tag is a hash, so
-// with 8 partitions on 3 masters a name picked at random leaves a master
-// without any 12 % of the time (the README's advice: n several times the
-// number of masters).
-func spreadName(t testing.TB, rdb *redis.ClusterClient, n, min int) string {
-	t.Helper()
-	for range 200 {
-		name := redistest.QueueName(t)
-		per := map[string]int{}
-		for _, m := range masterOf(t, rdb, name, n) {
-			per[m]++
-		}
-		ok := len(per) == 3
-		for _, c := range per {
-			ok = ok && c >= min
-		}
-		if ok {
-			return name
-		}
-	}
-	t.Fatal("no name spreads its partitions over every master")
-	return ""
-}
 
 // TestPartitionClusterLoad: on a dedicated 3-master cluster, a queue of 8
 // partitions has keys on every master; 20,000 items offered in batches
@@ -76,7 +28,7 @@ func TestPartitionClusterLoad(t *testing.T) {
 	c := redistest.StartCluster(t)
 	admin := c.Client(t)
 	const n, items, procs = 8, 20000, 3
-	name := spreadName(t, admin, n, 2)
+	name := redistest.SpreadName(t, admin, n, 2)
 	if err := admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		return m.ConfigResetStat(ctx).Err()
 	}); err != nil {
@@ -164,7 +116,7 @@ func TestPartitionClusterLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := map[string]int{}
-	for _, m := range masterOf(t, admin, name, n) {
+	for _, m := range redistest.MasterOf(t, admin, name, n) {
 		parts[m]++
 	}
 	var spread string
@@ -188,7 +140,7 @@ func TestPartitionRedelivery(t *testing.T) {
 		name := redistest.QueueName(t)
 		crashed := blocking.New[string](rdb, name, blocking.WithPartitions(n), blocking.WithVisibilityTimeout(300*time.Millisecond))
 		for p := range n {
-			if _, err := crashed.Offer(ctx, idIn(p, n), blocking.WithID(idIn(p, n))); err != nil {
+			if _, err := crashed.Offer(ctx, redistest.IDIn(p, n), blocking.WithID(redistest.IDIn(p, n))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -218,7 +170,7 @@ func TestPartitionRedelivery(t *testing.T) {
 			}
 		}
 		for p := range n {
-			if !back[idIn(p, n)] {
+			if !back[redistest.IDIn(p, n)] {
 				t.Fatalf("partition %d's item not redelivered: %v", p, back)
 			}
 		}
@@ -273,7 +225,7 @@ func TestPartitionPriority(t *testing.T) {
 func sameParts(p, n, k int) []string {
 	var out []string
 	for i := 0; len(out) < k; i++ {
-		if id := fmt.Sprintf("s%d", i); partOf(id, n) == p {
+		if id := fmt.Sprintf("s%d", i); keys.PartitionOf(id, n) == p {
 			out = append(out, id)
 		}
 	}
@@ -300,7 +252,7 @@ func TestPartitionConsumeFair(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		err := q.Consume(cctx, func(ctx context.Context, d *blocking.Delivery[string]) error {
-			order = append(order, partOf(d.ID, n))
+			order = append(order, keys.PartitionOf(d.ID, n))
 			if len(order) == n*per {
 				cancel()
 			}

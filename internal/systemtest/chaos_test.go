@@ -1,4 +1,4 @@
-package blocking_test
+package systemtest_test
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // The child side of TestKill9: run only when the parent sets the variables.
@@ -91,7 +92,7 @@ func TestKill9(t *testing.T) {
 		}
 		killed := time.Now()
 
-		d := receiveWithin(t, q, 10*time.Second)
+		d := seedtest.ReceiveWithin(t, q, 10*time.Second)
 		if d.ID != id || d.Attempt != 2 || d.Value != "order-1" {
 			t.Fatalf("redelivered %+v, want %s attempt 2", d, id)
 		}
@@ -189,11 +190,11 @@ func TestClientKilled(t *testing.T) {
 		if _, err := other.Offer(ctx, "leased"); err != nil {
 			t.Fatal(err)
 		}
-		held := receiveWithin(t, victim, 5*time.Second)
+		held := seedtest.ReceiveWithin(t, victim, 5*time.Second)
 		if n := killClients(t, rdb, victimName); n == 0 {
 			t.Fatal("no connection of the victim found to kill")
 		}
-		again := receiveWithin(t, other, 5*time.Second)
+		again := seedtest.ReceiveWithin(t, other, 5*time.Second)
 		if again.ID != held.ID || again.Attempt != 2 {
 			t.Fatalf("redelivery %+v", again)
 		}
@@ -235,7 +236,7 @@ func TestClientKilled(t *testing.T) {
 		}
 		stop()
 		wg.Wait()
-		expectNothing(t, other, 800*time.Millisecond)
+		seedtest.ExpectNothing(t, other, 800*time.Millisecond)
 	})
 }
 
@@ -314,7 +315,7 @@ func TestRedisRestartDuringConsume(t *testing.T) {
 			mu.Unlock()
 			time.Sleep(200 * time.Microsecond) // some work
 			return nil
-		}, blocking.WithConcurrency(8), blocking.WithBackoff(fastBackoff))
+		}, blocking.WithConcurrency(8), blocking.WithBackoff(seedtest.FastBackoff))
 	}()
 
 	<-halfway

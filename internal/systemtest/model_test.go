@@ -1,4 +1,4 @@
-package blocking_test
+package systemtest_test
 
 // TestModel is a model-based property test of at-least-once delivery: rapid
 // draws sequences of steps, runs each against a queue and against an

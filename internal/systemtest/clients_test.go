@@ -1,4 +1,4 @@
-package blocking_test
+package systemtest_test
 
 import (
 	"context"

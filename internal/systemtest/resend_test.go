@@ -1,4 +1,4 @@
-package blocking_test
+package systemtest_test
 
 // Tests of what the queue does when the network to Redis fails: replies
 // lost and resent by go-redis, stalls, cuts. Each test runs its own
