@@ -202,11 +202,13 @@ func (q *Queue) Close() error {
 	return err
 }
 
-// count adds up a count read from every part; op names the call in its
-// error ("" leaves the error as it is).
-func (q *Queue) count(ctx context.Context, op string, f func(ctx context.Context, p *part) (int64, error)) (int64, error) {
+// perPart runs f on every part at once, after checking the queue and
+// (with several parts) its layout, and returns each part's result; op
+// names the call in the error of the layout check and of f ("" leaves
+// them as they are).
+func perPart[R any](ctx context.Context, q *Queue, op string, f func(p *part) (R, error)) ([]R, error) {
 	if err := q.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	wrap := func(err error) error {
 		if op == "" || err == nil {
@@ -216,19 +218,25 @@ func (q *Queue) count(ctx context.Context, op string, f func(ctx context.Context
 	}
 	if len(q.parts) > 1 {
 		if err := q.checkLayout(ctx); err != nil {
-			return 0, wrap(err)
+			return nil, wrap(err)
 		}
 	}
-	counts := make([]int64, len(q.parts))
+	out := make([]R, len(q.parts))
 	err := q.each(func(i int, p *part) (err error) {
-		counts[i], err = f(ctx, p)
+		out[i], err = f(p)
 		return err
 	})
+	return out, wrap(err)
+}
+
+// count adds up a count read from every part (see perPart for op).
+func (q *Queue) count(ctx context.Context, op string, f func(ctx context.Context, p *part) (int64, error)) (int64, error) {
+	counts, err := perPart(ctx, q, op, func(p *part) (int64, error) { return f(ctx, p) })
 	var total int64
 	for _, n := range counts {
 		total += n
 	}
-	return total, wrap(err)
+	return total, err
 }
 
 // Paused reports whether this process sees the queue paused (see
