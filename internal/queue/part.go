@@ -194,14 +194,24 @@ func invalidPart(why error) *part {
 // Child returns the part of a queue sharing c's hash tag and settings: the
 // dead letters, which expire nothing (see Deadlines).
 func (c *part) Child(sub string) *part {
-	cc := &part{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
-	if c.err == nil {
-		cc.Store = c.Store.Client().Partition(cc.Keys)
+	cc := c.sibling(c.Keys.Child(sub))
+	cc.child = true
+	if cc.Store != nil {
 		cc.Store.SetDeadLetters()
-		cc.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
-		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
 	}
 	return cc
+}
+
+// sibling returns a part over the keys k with c's settings, layout, bound
+// and server.
+func (c *part) sibling(k keys.Set) *part {
+	p := &part{Keys: k, Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
+	if c.err == nil {
+		p.Store = c.Store.Client().Partition(k)
+		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
+		p.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
+	}
+	return p
 }
 
 // Name is the queue's name.

@@ -121,15 +121,7 @@ func (c *part) Partitions() int {
 // partition i. Partitions other than 0 do not announce the queue, and
 // report no gauges of their own (partition 0 reports the queue's, see
 // SetGauges).
-func (c *part) Partition(i int) *part {
-	p := &part{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
-	if c.err == nil {
-		p.Store = c.Store.Client().Partition(p.Keys)
-		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
-		p.Tel = telemetry.New(c.Cfg.Telemetry, p.Keys.Name)
-	}
-	return p
-}
+func (c *part) Partition(i int) *part { return c.sibling(c.Keys.Partition(i)) }
 
 // SetGauges replaces what the gauges of c read (before the first
 // consuming call): partition 0 of a partitioned queue reports the whole
