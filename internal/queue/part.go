@@ -101,7 +101,7 @@ type part struct {
 	reg        *mover.Registration // started by StartBackground
 	stopGauge  func()
 	maxWritten bool                                             // MaxAttempts recorded in Redis
-	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats
+	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats (set by assemble)
 }
 
 // New validates its arguments; a problem is kept and returned by every call
@@ -511,17 +511,6 @@ func (c *part) checkServer() {
 		defer cancel()
 		c.srv.Check(ctx, c.Store.Client(), c.Cfg.Logger)
 	})
-}
-
-// Eviction returns the maxmemory-policy of the client's server, "" while
-// unknown: read once per client (and again when the reading is older than
-// mover.PolicyMaxAge) by the first caller that needs it, this one if
-// none did yet.
-func (c *part) Eviction(ctx context.Context) string {
-	if c.Store == nil {
-		return ""
-	}
-	return c.srv.Eviction(ctx, c.Store.Client())
 }
 
 // Register adds a transfer registration owned by the caller (delayed.Queue
