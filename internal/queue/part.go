@@ -390,21 +390,6 @@ func (c *part) Decode(raw []byte) (envelope.Envelope, error) {
 	return e, Corrupt(err)
 }
 
-// DecodeValue decodes an envelope and its value into a T: an error
-// wrapping ErrCorrupt when the envelope cannot be read, ErrDecode (see
-// DecodeError) when its value cannot.
-func DecodeValue[T any](c *part, raw []byte) (T, envelope.Envelope, error) {
-	var v T
-	e, err := c.Decode(raw)
-	if err != nil {
-		return v, e, err
-	}
-	if err := Unmarshal(c.Cfg.Codec, e.Payload, &v); err != nil {
-		return v, e, DecodeError(c.Cfg.Codec, e.ID, err)
-	}
-	return v, e, nil
-}
-
 // Unmarshal decodes stored data with c, as c.Unmarshal does, except that a
 // codec that panics on the data returns an error naming the codec and the
 // panic (wrapping the panic's value when it is an error). msgpack panics on
