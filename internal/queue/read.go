@@ -294,16 +294,7 @@ func Items[T, I any](q *Queue, entries []Entry, scored bool, mk func(Item, T) I)
 // Get returns the pending delayed item id; found is false when there is
 // none.
 func (q *Queue) Get(ctx context.Context, id string) (e Entry, found bool, err error) {
-	c := q.route(id)
-	type hit struct {
-		e     Entry
-		found bool
-	}
-	h, err := Call(ctx, c, func(ctx context.Context) (hit, error) {
-		e, found, err := c.Store.Get(ctx, id)
-		return hit{e, found}, err
-	}, nil)
-	return h.e, h.found, err
+	return q.route(id).find(ctx, Delayed, id)
 }
 
 // Contains reports whether id is pending in the delayed set.
