@@ -140,9 +140,9 @@ const (
 	SettleDead      = 3
 )
 
-// SeqLen is the width of the sequence prefix on delayed-set members and
-// items-hash values (the offer counter as 6 big-endian bytes; SEQ_LEN in
-// prelude.lua).
+// SeqLen is the width of the sequence prefix on the members of the
+// delayed set and the priority set, and on items-hash values (the offer
+// counter as 6 big-endian bytes; SEQ_LEN in prelude.lua).
 const SeqLen = 6
 
 // A script runs its whole text on every call, and each function definition

@@ -10,15 +10,8 @@ import (
 
 // SetPaused pauses or resumes every part, for every process.
 func (q *Queue) SetPaused(ctx context.Context, paused bool) error {
-	if err := q.Err(); err != nil {
-		return err
-	}
-	if len(q.parts) > 1 {
-		if err := q.checkLayout(ctx); err != nil {
-			return err
-		}
-	}
-	return q.each(func(_ int, p *part) error { return p.SetPaused(ctx, paused) })
+	_, err := perPart(ctx, q, "", func(p *part) (struct{}, error) { return struct{}{}, p.SetPaused(ctx, paused) })
+	return err
 }
 
 // Purge drops every item in the given states, and returns how many it
@@ -53,20 +46,12 @@ func storePart(st State) store.Part {
 
 // ClearDelayed drops every delayed item not yet due.
 func (q *Queue) ClearDelayed(ctx context.Context) error {
-	if err := q.Err(); err != nil {
-		return err
-	}
-	if len(q.parts) > 1 {
-		if err := q.checkLayout(ctx); err != nil {
-			return err
-		}
-	}
-	return q.each(func(_ int, p *part) error {
-		_, err := Call(ctx, p, func(ctx context.Context) (struct{}, error) {
+	_, err := perPart(ctx, q, "", func(p *part) (struct{}, error) {
+		return Call(ctx, p, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, p.Store.ClearDelayed(ctx)
 		}, nil)
-		return err
 	})
+	return err
 }
 
 // Remove removes the pending delayed item id; false when it was not

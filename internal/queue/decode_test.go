@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redelay/redelay/codec"
-	"github.com/redelay/redelay/internal/envelope"
 )
 
 // panicking is a codec whose Unmarshal panics with v.
@@ -20,10 +19,10 @@ type panicking struct {
 func (p panicking) Unmarshal([]byte, any) error { panic(p.v) }
 func (panicking) Name() string                  { return "panicky" }
 
-// A codec that panics on a stored payload makes DecodeValue return an
+// A codec that panics on a stored payload makes Decode return an
 // error naming the codec and the panic, as for bytes the codec refuses
 // (before: the panic went up through Take, Receive and Consume).
-func TestDecodeValueRecoversCodecPanic(t *testing.T) {
+func TestDecodeRecoversCodecPanic(t *testing.T) {
 	// msgpack panics on ordinary input: a nil *time.Time read into a
 	// time.Time ("reflect: call of reflect.Value.IsNil on struct Value").
 	type written struct{ At *time.Time }
@@ -43,20 +42,18 @@ func TestDecodeValueRecoversCodecPanic(t *testing.T) {
 		{"panic with an error", panicking{codec.JSON(), io.ErrUnexpectedEOF}, []string{"panicky", "panic", "unexpected EOF"}, io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &part{Cfg: Config{Codec: tc.codec, MaxEnvelopeVersion: envelope.Version}}
-			e := envelope.Envelope{ID: "poison", Payload: mp}
-			raw := e.Marshal()
+			q := &Queue{parts: []*part{{Cfg: Config{Codec: tc.codec}}}}
 			var err error
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
-						t.Fatalf("DecodeValue panicked: %v", r)
+						t.Fatalf("Decode panicked: %v", r)
 					}
 				}()
-				_, _, err = DecodeValue[read](c, raw)
+				_, err = Decode[read](q, Item{ID: "poison", Payload: mp})
 			}()
 			if err == nil {
-				t.Fatal("DecodeValue: no error")
+				t.Fatal("Decode: no error")
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -74,11 +71,9 @@ func TestDecodeValueRecoversCodecPanic(t *testing.T) {
 }
 
 // An ordinary decode error comes back as it did, wrapped.
-func TestDecodeValueKeepsCodecErrors(t *testing.T) {
-	c := &part{Cfg: Config{Codec: codec.Raw(), MaxEnvelopeVersion: envelope.Version}}
-	e := envelope.Envelope{ID: "x", Payload: []byte("1")}
-	raw := e.Marshal()
-	if _, _, err := DecodeValue[int](c, raw); !errors.Is(err, codec.ErrUnsupportedType) {
-		t.Fatalf("DecodeValue = %v, want ErrUnsupportedType", err)
+func TestDecodeKeepsCodecErrors(t *testing.T) {
+	q := &Queue{parts: []*part{{Cfg: Config{Codec: codec.Raw()}}}}
+	if _, err := Decode[int](q, Item{ID: "x", Payload: []byte("1")}); !errors.Is(err, codec.ErrUnsupportedType) {
+		t.Fatalf("Decode = %v, want ErrUnsupportedType", err)
 	}
 }

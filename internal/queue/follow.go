@@ -145,7 +145,7 @@ func Queues(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
 }
 
 // Eviction returns the maxmemory-policy of rdb's server (see
-// part.Eviction).
+// Queue.Eviction).
 func Eviction(ctx context.Context, rdb redis.UniversalClient) string {
 	return mover.ServerOf(rdb).Eviction(ctx, store.New(rdb))
 }

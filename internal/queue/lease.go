@@ -447,12 +447,8 @@ func AckAll(ctx context.Context, ls []*Lease) []error {
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
-			sub := make([]*Lease, len(g.idx))
 			subErrs := make([]error, len(g.idx))
-			for j, i := range g.idx {
-				sub[j] = ls[i]
-			}
-			g.part.ackAll(ctx, sub, subErrs)
+			g.part.ackAll(ctx, g.ls, subErrs)
 			for j, i := range g.idx {
 				errs[i] = subErrs[j]
 			}
@@ -462,10 +458,11 @@ func AckAll(ctx context.Context, ls []*Lease) []error {
 	return errs
 }
 
-// group is the leases of one part: their indexes in a slice of leases.
+// group is the leases of one part, and their indexes in a slice of leases.
 type group struct {
 	part *part
 	idx  []int
+	ls   []*Lease
 }
 
 // byPart groups leases by the part they came from, in order.
@@ -484,6 +481,7 @@ func byPart(ls []*Lease) []*group {
 			out = append(out, g)
 		}
 		g.idx = append(g.idx, i)
+		g.ls = append(g.ls, l)
 	}
 	return out
 }
@@ -601,11 +599,7 @@ func (l *Lease) Extend(ctx context.Context, by time.Duration) error {
 func ExtendAll(ctx context.Context, by time.Duration, ls []*Lease) error {
 	var errs []error
 	for _, g := range byPart(ls) {
-		sub := make([]*Lease, len(g.idx))
-		for j, i := range g.idx {
-			sub[j] = ls[i]
-		}
-		if _, err := g.part.extend(ctx, by, sub); err != nil {
+		if _, err := g.part.extend(ctx, by, g.ls); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -643,9 +637,9 @@ func (c *part) extend(ctx context.Context, by time.Duration, ls []*Lease) ([]boo
 // part; it logs what it could not give back.
 func (q *Queue) Release(ctx context.Context, ls []*Lease) {
 	for _, g := range byPart(ls) {
-		tokens := make([]string, len(g.idx))
-		for j, i := range g.idx {
-			tokens[j] = ls[i].token
+		tokens := make([]string, len(g.ls))
+		for j, l := range g.ls {
+			tokens[j] = l.token
 		}
 		_, err := Call(ctx, g.part, func(ctx context.Context) (int64, error) {
 			return g.part.Store.Release(ctx, tokens)

@@ -101,7 +101,7 @@ type part struct {
 	reg        *mover.Registration // started by StartBackground
 	stopGauge  func()
 	maxWritten bool                                             // MaxAttempts recorded in Redis
-	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats
+	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats (set by assemble)
 }
 
 // New validates its arguments; a problem is kept and returned by every call
@@ -194,14 +194,24 @@ func invalidPart(why error) *part {
 // Child returns the part of a queue sharing c's hash tag and settings: the
 // dead letters, which expire nothing (see Deadlines).
 func (c *part) Child(sub string) *part {
-	cc := &part{Keys: c.Keys.Child(sub), Cfg: c.Cfg, err: c.err, child: true, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
-	if c.err == nil {
-		cc.Store = c.Store.Client().Partition(cc.Keys)
+	cc := c.sibling(c.Keys.Child(sub))
+	cc.child = true
+	if cc.Store != nil {
 		cc.Store.SetDeadLetters()
-		cc.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
-		cc.Tel = telemetry.New(c.Cfg.Telemetry, cc.Keys.Name)
 	}
 	return cc
+}
+
+// sibling returns a part over the keys k with c's settings, layout, bound
+// and server.
+func (c *part) sibling(k keys.Set) *part {
+	p := &part{Keys: k, Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
+	if c.err == nil {
+		p.Store = c.Store.Client().Partition(k)
+		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
+		p.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
+	}
+	return p
 }
 
 // Name is the queue's name.
@@ -380,21 +390,6 @@ func (c *part) Decode(raw []byte) (envelope.Envelope, error) {
 	return e, Corrupt(err)
 }
 
-// DecodeValue decodes an envelope and its value into a T: an error
-// wrapping ErrCorrupt when the envelope cannot be read, ErrDecode (see
-// DecodeError) when its value cannot.
-func DecodeValue[T any](c *part, raw []byte) (T, envelope.Envelope, error) {
-	var v T
-	e, err := c.Decode(raw)
-	if err != nil {
-		return v, e, err
-	}
-	if err := Unmarshal(c.Cfg.Codec, e.Payload, &v); err != nil {
-		return v, e, DecodeError(c.Cfg.Codec, e.ID, err)
-	}
-	return v, e, nil
-}
-
 // Unmarshal decodes stored data with c, as c.Unmarshal does, except that a
 // codec that panics on the data returns an error naming the codec and the
 // panic (wrapping the panic's value when it is an error). msgpack panics on
@@ -501,17 +496,6 @@ func (c *part) checkServer() {
 		defer cancel()
 		c.srv.Check(ctx, c.Store.Client(), c.Cfg.Logger)
 	})
-}
-
-// Eviction returns the maxmemory-policy of the client's server, "" while
-// unknown: read once per client (and again when the reading is older than
-// mover.PolicyMaxAge) by the first caller that needs it, this one if
-// none did yet.
-func (c *part) Eviction(ctx context.Context) string {
-	if c.Store == nil {
-		return ""
-	}
-	return c.srv.Eviction(ctx, c.Store.Client())
 }
 
 // Register adds a transfer registration owned by the caller (delayed.Queue

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/store"
-	"github.com/redelay/redelay/internal/telemetry"
 )
 
 // layout checks, once per process, that the number of partitions this
@@ -95,19 +94,6 @@ func (l *layout) failed() error {
 	return l.err
 }
 
-// CheckLayout makes sure this process agrees with Redis on the queue's
-// number of partitions: one round trip on the first call, none after.
-func (c *part) CheckLayout(ctx context.Context) error { return c.layout.check(ctx, &c.bg) }
-
-// LayoutKnown tells c that its caller has just read the queue's number of
-// partitions from Redis and opened it with that number (the inspector):
-// the check is skipped.
-func (c *part) LayoutKnown() {
-	if c.layout != nil {
-		c.layout.done.Store(true)
-	}
-}
-
 // Partitions is the number of partitions the queue was opened with.
 func (c *part) Partitions() int {
 	if c.layout == nil {
@@ -120,25 +106,8 @@ func (c *part) Partitions() int {
 // queue whose partition 0 is c: the same settings over the keys of
 // partition i. Partitions other than 0 do not announce the queue, and
 // report no gauges of their own (partition 0 reports the queue's, see
-// SetGauges).
-func (c *part) Partition(i int) *part {
-	p := &part{Keys: c.Keys.Partition(i), Cfg: c.Cfg, err: c.err, layout: c.layout, bound: c.bound, srv: c.srv, closing: make(chan struct{})}
-	if c.err == nil {
-		p.Store = c.Store.Client().Partition(p.Keys)
-		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
-		p.Tel = telemetry.New(c.Cfg.Telemetry, p.Keys.Name)
-	}
-	return p
-}
-
-// SetGauges replaces what the gauges of c read (before the first
-// consuming call): partition 0 of a partitioned queue reports the whole
-// queue.
-func (c *part) SetGauges(f func(context.Context) (telemetry.Reading, error)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gauges = f
-}
+// assemble).
+func (c *part) Partition(i int) *part { return c.sibling(c.Keys.Partition(i)) }
 
 // checkPartitions validates a number of partitions.
 func checkPartitions(n int) error {

@@ -56,7 +56,7 @@ func assemble(parts []*part) *Queue {
 	q := &Queue{parts: parts}
 	if len(parts) > 1 {
 		q.fan = newFanIn(parts)
-		parts[0].SetGauges(q.reading)
+		parts[0].gauges = q.reading // not started yet: nothing reads it
 		if parts[0].Err() != nil {
 			q.fan.cancel()
 		}
@@ -132,12 +132,18 @@ func (q *Queue) Start(ctx context.Context) error {
 
 // checkLayout makes sure this process agrees with Redis on the queue's
 // number of partitions (one round trip on the first call, none after).
-func (q *Queue) checkLayout(ctx context.Context) error { return q.parts[0].CheckLayout(ctx) }
+func (q *Queue) checkLayout(ctx context.Context) error {
+	return q.parts[0].layout.check(ctx, &q.parts[0].bg)
+}
 
 // LayoutKnown tells the queue that its caller has just read its number of
 // partitions from Redis and opened it with that number (the inspector):
 // the check is skipped.
-func (q *Queue) LayoutKnown() { q.parts[0].LayoutKnown() }
+func (q *Queue) LayoutKnown() {
+	if l := q.parts[0].layout; l != nil {
+		l.done.Store(true)
+	}
+}
 
 // Register adds transfer registrations of every part, owned by the caller
 // (delayed.Queue holds its own, released by its Close).
@@ -160,8 +166,16 @@ func (q *Queue) Register() (func(), error) {
 }
 
 // Eviction returns the maxmemory-policy of the client's server, "" while
-// unknown (see part.Eviction).
-func (q *Queue) Eviction(ctx context.Context) string { return q.parts[0].Eviction(ctx) }
+// unknown: read once per client (and again when the reading is older than
+// mover.PolicyMaxAge) by the first caller that needs it, this one if
+// none did yet.
+func (q *Queue) Eviction(ctx context.Context) string {
+	c := q.parts[0]
+	if c.Store == nil {
+		return ""
+	}
+	return c.srv.Eviction(ctx, c.Store.Client())
+}
 
 // DeadLetters returns the queue of items that failed for good: a queue
 // like any other, over each part's dead-letter keys, that expires nothing.
@@ -202,11 +216,13 @@ func (q *Queue) Close() error {
 	return err
 }
 
-// count adds up a count read from every part; op names the call in its
-// error ("" leaves the error as it is).
-func (q *Queue) count(ctx context.Context, op string, f func(ctx context.Context, p *part) (int64, error)) (int64, error) {
+// perPart runs f on every part at once, after checking the queue and
+// (with several parts) its layout, and returns each part's result; op
+// names the call in the error of the layout check and of f ("" leaves
+// them as they are).
+func perPart[R any](ctx context.Context, q *Queue, op string, f func(p *part) (R, error)) ([]R, error) {
 	if err := q.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	wrap := func(err error) error {
 		if op == "" || err == nil {
@@ -216,19 +232,25 @@ func (q *Queue) count(ctx context.Context, op string, f func(ctx context.Context
 	}
 	if len(q.parts) > 1 {
 		if err := q.checkLayout(ctx); err != nil {
-			return 0, wrap(err)
+			return nil, wrap(err)
 		}
 	}
-	counts := make([]int64, len(q.parts))
+	out := make([]R, len(q.parts))
 	err := q.each(func(i int, p *part) (err error) {
-		counts[i], err = f(ctx, p)
+		out[i], err = f(p)
 		return err
 	})
+	return out, wrap(err)
+}
+
+// count adds up a count read from every part (see perPart for op).
+func (q *Queue) count(ctx context.Context, op string, f func(ctx context.Context, p *part) (int64, error)) (int64, error) {
+	counts, err := perPart(ctx, q, op, func(p *part) (int64, error) { return f(ctx, p) })
 	var total int64
 	for _, n := range counts {
 		total += n
 	}
-	return total, wrap(err)
+	return total, err
 }
 
 // Paused reports whether this process sees the queue paused (see

@@ -25,20 +25,9 @@ type Stats struct {
 // Stats reads every part's stats at once (one script call each) and sums
 // them: the latency is the largest, the next due time the earliest.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	if err := q.Err(); err != nil {
+	all, err := perPart(ctx, q, "stats", func(p *part) (store.Stats, error) { return p.Stats(ctx) })
+	if err != nil {
 		return Stats{}, err
-	}
-	if len(q.parts) > 1 {
-		if err := q.checkLayout(ctx); err != nil {
-			return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
-		}
-	}
-	all := make([]store.Stats, len(q.parts))
-	if err := q.each(func(i int, p *part) (err error) {
-		all[i], err = p.Stats(ctx)
-		return err
-	}); err != nil {
-		return Stats{}, fmt.Errorf("stats %s: %w", q.Name(), err)
 	}
 	var s Stats
 	for _, st := range all {
@@ -114,24 +103,21 @@ func (q *Queue) List(ctx context.Context, st State, offset, limit int) ([]Entry,
 	if len(q.parts) == 1 {
 		return q.parts[0].page(ctx, st, offset, limit)
 	}
-	if err := q.checkLayout(ctx); err != nil {
-		return nil, err
-	}
-	all := make([][]Entry, len(q.parts))
-	err := q.each(func(i int, p *part) error {
+	all, err := perPart(ctx, q, "", func(p *part) ([]Entry, error) {
+		var entries []Entry
 		for off := 0; off < offset+limit; {
 			n := min(MaxPage, offset+limit-off)
 			page, err := p.page(ctx, st, off, n)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			all[i] = append(all[i], page...)
+			entries = append(entries, page...)
 			if len(page) < n {
 				break
 			}
 			off += len(page)
 		}
-		return nil
+		return entries, nil
 	})
 	if err != nil {
 		return nil, err
@@ -308,16 +294,7 @@ func Items[T, I any](q *Queue, entries []Entry, scored bool, mk func(Item, T) I)
 // Get returns the pending delayed item id; found is false when there is
 // none.
 func (q *Queue) Get(ctx context.Context, id string) (e Entry, found bool, err error) {
-	c := q.route(id)
-	type hit struct {
-		e     Entry
-		found bool
-	}
-	h, err := Call(ctx, c, func(ctx context.Context) (hit, error) {
-		e, found, err := c.Store.Get(ctx, id)
-		return hit{e, found}, err
-	}, nil)
-	return h.e, h.found, err
+	return q.route(id).find(ctx, Delayed, id)
 }
 
 // Contains reports whether id is pending in the delayed set.

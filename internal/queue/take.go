@@ -188,11 +188,7 @@ func (c *part) taken(ctx context.Context, raw []byte, accept func(id string, pay
 
 // pop takes a ready item without blocking (nil when none).
 func (c *part) pop(ctx context.Context) ([]byte, error) {
-	return Wait(ctx, c, c.Store.Pop, func(raw []byte, err error) {
-		if err == nil && raw != nil {
-			c.giveBack(raw)
-		}
-	})
+	return Wait(ctx, c, c.Store.Pop, c.giveBack)
 }
 
 // popN takes up to n ready items without blocking.
@@ -201,7 +197,7 @@ func (c *part) popN(ctx context.Context, n int) ([][]byte, error) {
 		return c.Store.PopN(ctx, n)
 	}, func(raws [][]byte, err error) {
 		for i := len(raws) - 1; err == nil && i >= 0; i-- {
-			c.giveBack(raws[i])
+			c.giveBack(raws[i], nil)
 		}
 	})
 }
@@ -254,11 +250,7 @@ func (c *part) finishClaim(ctx context.Context, raw []byte, claimed time.Time) (
 	if store.IsMarker(raw) {
 		// Woken for an item of the priority set: take the next item, as a
 		// non-blocking pop does (the marker leaves the claimed list).
-		return Wait(ctx, c, c.Store.TakeMarked, func(raw []byte, err error) {
-			if err == nil && raw != nil {
-				c.giveBack(raw)
-			}
-		})
+		return Wait(ctx, c, c.Store.TakeMarked, c.giveBack)
 	}
 	taken, err := Call(context.WithoutCancel(ctx), c, func(ctx context.Context) (bool, error) {
 		return c.Store.Confirm(ctx, raw)
@@ -302,8 +294,12 @@ func (c *part) unclaimLate(raw []byte, err error) {
 	}
 }
 
-// giveBack puts an item popped after its caller left back at the head.
-func (c *part) giveBack(raw []byte) {
+// giveBack puts an item popped after its caller left back at the head
+// (nothing when the pop failed or found none).
+func (c *part) giveBack(raw []byte, err error) {
+	if err != nil || raw == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Store.PushBack(ctx, raw); err != nil {

@@ -134,10 +134,6 @@ func RetryEnvelope(member string) []byte {
 	return []byte(member[1+int(member[0]):])
 }
 
-// seqLen is SEQ_LEN of prelude.lua: the counter prefixed to the members of
-// the delayed set and the priority set.
-const seqLen = 6
-
 // ListReady returns up to limit ready items from position offset, in take
 // order (the next one first): the priority set's, then the ready list's.
 // An entry of the priority set has its member as Key.
@@ -184,8 +180,8 @@ func (q *Partition) listReady(ctx context.Context, offset, limit int) ([]Entry, 
 	}
 	out := make([]Entry, 0, len(zs.Val()))
 	for _, m := range zs.Val() {
-		if len(m) > seqLen {
-			out = append(out, Entry{Key: m, Data: []byte(m[seqLen:])})
+		if len(m) > lua.SeqLen {
+			out = append(out, Entry{Key: m, Data: []byte(m[lua.SeqLen:])})
 		}
 	}
 	if len(zs.Val()) == limit {
