@@ -59,14 +59,15 @@ func (q *Queue[T]) receive(ctx context.Context, r queue.ReceiveRequest) ([]*Deli
 	}
 	ds := make([]*Delivery[T], 0, r.Max)
 	_, err := q.q.Receive(ctx, r, func(l *queue.Lease) error {
-		var v T
-		if err := queue.Unmarshal(q.q.Config().Codec, l.Payload, &v); err != nil {
+		// Decoded into the delivery itself: one allocation, not two.
+		d := &Delivery[T]{
+			ID: l.ID, Attempt: l.Attempt, EnqueuedAt: l.EnqueuedAt, DueAt: l.DueAt,
+			Headers: l.Headers, Priority: l.Priority, l: l,
+		}
+		if err := queue.Unmarshal(q.q.Config().Codec, l.Payload, &d.Value); err != nil {
 			return err
 		}
-		ds = append(ds, &Delivery[T]{
-			ID: l.ID, Value: v, Attempt: l.Attempt, EnqueuedAt: l.EnqueuedAt, DueAt: l.DueAt,
-			Headers: l.Headers, Priority: l.Priority, l: l,
-		})
+		ds = append(ds, d)
 		return nil
 	})
 	if err != nil {

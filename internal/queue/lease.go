@@ -113,16 +113,15 @@ func (q *Queue) Receive(ctx context.Context, r ReceiveRequest, accept func(*Leas
 	if err != nil {
 		return nil, fmt.Errorf("receive %s: %w", q.Name(), err)
 	}
-	if r.Span {
+	switch {
+	case r.Span && r.Batch:
 		msgs := make([]telemetry.Msg, len(ls))
 		for i, l := range ls {
 			msgs[i] = l.Msg()
 		}
-		if r.Batch {
-			q.Telemetry().ReceivedBatch(ctx, start, msgs)
-		} else {
-			q.Telemetry().Received(ctx, start, msgs[0])
-		}
+		q.Telemetry().ReceivedBatch(ctx, start, msgs)
+	case r.Span:
+		q.Telemetry().Received(ctx, start, ls[0].Msg())
 	}
 	return ls, nil
 }
@@ -148,9 +147,8 @@ func (q *Queue) receive(ctx context.Context, n int, r ReceiveRequest, accept fun
 			} else {
 				ls, p, err = q.leaseEach(ctx, n, r, accept)
 			}
-			var limited *store.Limited
-			switch {
-			case errors.As(err, &limited):
+			switch limited := asLimited(err); {
+			case limited != nil:
 				// The script gave the claimed item back, first in line.
 				claimed, lease = nil, true
 				if err := p.awaitLimit(ctx, limited); err != nil {
@@ -437,13 +435,11 @@ func (l *Lease) Ack(ctx context.Context) error {
 // per part, all at once. It returns each one's result.
 func AckAll(ctx context.Context, ls []*Lease) []error {
 	errs := make([]error, len(ls))
-	groups := byPart(ls)
-	if len(groups) == 1 {
-		for _, g := range groups {
-			g.part.ackAll(ctx, ls, errs)
-		}
+	if onePart(ls) {
+		ls[0].part.ackAll(ctx, ls, errs)
 		return errs
 	}
+	groups := byPart(ls)
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
@@ -463,6 +459,30 @@ type group struct {
 	part *part
 	idx  []int
 	ls   []*Lease
+}
+
+// onePart reports whether every lease of ls (at least one) came from the
+// same part: the common case, which needs no grouping.
+func onePart(ls []*Lease) bool {
+	for _, l := range ls {
+		if l.part != ls[0].part {
+			return false
+		}
+	}
+	return len(ls) > 0
+}
+
+// asLimited returns the limit err reports, or nil. Only a failed call pays
+// for the errors.As target.
+func asLimited(err error) *store.Limited {
+	if err == nil {
+		return nil
+	}
+	var limited *store.Limited
+	if errors.As(err, &limited) {
+		return limited
+	}
+	return nil
 }
 
 // byPart groups leases by the part they came from, in order.

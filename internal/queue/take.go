@@ -74,19 +74,31 @@ func (q *Queue) Take(ctx context.Context, r TakeRequest, accept func(id string, 
 			continue
 		}
 		pop = true
-		msgs := make([]telemetry.Msg, 0, len(raws))
+		// A single take records its one message; only a batch needs a slice.
+		var first telemetry.Msg
+		var msgs []telemetry.Msg
+		if r.Batch {
+			msgs = make([]telemetry.Msg, 0, len(raws))
+		}
+		n := 0
 		for _, raw := range raws {
 			if msg, ok := from.taken(ctx, raw, accept); ok {
-				msgs = append(msgs, msg)
+				if n == 0 {
+					first = msg
+				}
+				if r.Batch {
+					msgs = append(msgs, msg)
+				}
+				n++
 			}
 		}
-		if len(msgs) == 0 {
+		if n == 0 {
 			continue
 		}
 		if r.Batch {
 			q.Telemetry().ReceivedBatch(ctx, start, msgs)
 		} else {
-			q.Telemetry().Received(ctx, start, msgs[0])
+			q.Telemetry().Received(ctx, start, first)
 		}
 		return true, nil
 	}
