@@ -17,6 +17,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // Each state's tab lists that state's item with its row, value and
@@ -176,19 +177,34 @@ func TestSchedulesPage(t *testing.T) {
 		if err := dq.Schedule(ctx, "nightly", "0 3 * * *", "report"); err != nil {
 			t.Fatal(err)
 		}
-		if err := dq.Schedule(ctx, "often", "@every 90s", "ping"); err != nil {
+		if err := dq.Schedule(ctx, "often", "@every 90s", "ping", delayed.WithMissedTicks(delayed.MissedSkip)); err != nil {
 			t.Fatal(err)
 		}
+		// No process transfers the queue: a tick whose time passed is
+		// flagged as overdue.
+		seedtest.OverdueSchedule(t, rdb, name, "nightly")
 		b := newBrowser(t, dashboard.New(rdb), "")
 		p := b.get("schedules?q=" + url.QueryEscape(name))
 		wantStatus(t, p, http.StatusOK)
-		for sched, spec := range map[string]string{"nightly": "0 3 * * *", "often": "@every 90s"} {
-			row := section(p.body, "tr", `data-testid="schedule-row" data-name="`+sched+`"`)
-			if got, _ := cell(row, "schedule-spec"); got != spec {
-				t.Errorf("%s: spec %q, want %q:\n%s", sched, got, spec, row)
+		for _, w := range []struct {
+			sched, spec, missed string
+			overdue             bool
+		}{{"nightly", "0 3 * * *", "latest", true}, {"often", "@every 90s", "skip", false}} {
+			row := section(p.body, "tr", `data-testid="schedule-row" data-name="`+w.sched+`"`)
+			if got, _ := cell(row, "schedule-spec"); got != w.spec {
+				t.Errorf("%s: spec %q, want %q:\n%s", w.sched, got, w.spec, row)
+			}
+			if got, _ := cell(row, "schedule-zone"); got != "UTC" {
+				t.Errorf("%s: zone %q, want UTC:\n%s", w.sched, got, row)
+			}
+			if got, _ := cell(row, "schedule-missed"); got != w.missed {
+				t.Errorf("%s: missed ticks %q, want %q:\n%s", w.sched, got, w.missed, row)
+			}
+			if got := strings.Contains(row, `data-testid="schedule-overdue"`); got != w.overdue {
+				t.Errorf("%s: overdue shown %v, want %v:\n%s", w.sched, got, w.overdue, row)
 			}
 			if !strings.Contains(row, " UTC") {
-				t.Errorf("%s: no next tick:\n%s", sched, row)
+				t.Errorf("%s: no next tick:\n%s", w.sched, row)
 			}
 		}
 		if !strings.Contains(p.body, "./queue?q="+url.QueryEscape(name)) {

@@ -14,7 +14,8 @@ type schedulesPage struct {
 }
 
 // schedules answers the page of a queue's recurring schedules (parameter
-// q): name, spec, next and last tick.
+// q): name, spec, zone, missed-tick policy, next tick (flagged when
+// overdue) and last tick.
 func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 	name, err := queueParam(r.URL.Query())
 	if err != nil {

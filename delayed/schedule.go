@@ -72,8 +72,20 @@ func WithMissedTicks(p MissedTicks) ScheduleOption {
 type ScheduleInfo struct {
 	Name string
 	Spec string
-	Next time.Time // the next tick
-	Last time.Time // the latest tick that has fired; zero if none yet
+	// Zone names the time zone the ticks are planned in: the spec's
+	// CRON_TZ= or TZ= prefix, else WithTimeZone's, else "UTC". An @every
+	// spec's ticks are intervals, in no zone.
+	Zone string
+	// Missed is what happens to ticks missed while no process ran
+	// (WithMissedTicks).
+	Missed MissedTicks
+	Next   time.Time // the next tick
+	Last   time.Time // the latest tick that has fired; zero if none yet
+	// Overdue: the next tick's time passed more than 10 s ago and no
+	// process has fired it. A running process fires each tick on time, so
+	// no process transfers the queue (or none reaches Redis); the tick
+	// fires, as Missed says, when one starts.
+	Overdue bool
 }
 
 // Schedule creates or replaces (by name) a recurring schedule (in
@@ -144,7 +156,10 @@ func (d *Queue[T]) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	}
 	out := make([]ScheduleInfo, len(infos))
 	for i, in := range infos {
-		out[i] = ScheduleInfo(in)
+		out[i] = ScheduleInfo{
+			Name: in.Name, Spec: in.Spec, Zone: in.Zone, Missed: MissedTicks(in.Missed),
+			Next: in.Next, Last: in.Last, Overdue: in.Overdue,
+		}
 	}
 	return out, nil
 }

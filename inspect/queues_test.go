@@ -15,6 +15,7 @@ import (
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // Queues lists the queues whose consumers announced them, in name order;
@@ -170,6 +171,42 @@ func TestSchedules(t *testing.T) {
 		}
 		if len(infos) != 2 || infos[0].Name != "every" || infos[1].Name != "nightly" || infos[1].Spec != "0 3 * * *" ||
 			!infos[1].Next.After(time.Now()) || infos[1].Next.UTC().Hour() != 3 || !infos[0].Last.IsZero() {
+			t.Fatalf("Schedules = %+v", infos)
+		}
+		// Each names its zone and missed-tick policy; one whose tick no
+		// process fired is overdue.
+		berlin, err := time.LoadLocation("Europe/Berlin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dq.Schedule(ctx, "berlin", "0 3 * * *", "v", delayed.WithTimeZone(berlin), delayed.WithMissedTicks(delayed.MissedAll)); err != nil {
+			t.Fatal(err)
+		}
+		if err := dq.Schedule(ctx, "tokyo", "CRON_TZ=Asia/Tokyo 0 3 * * *", "v", delayed.WithMissedTicks(delayed.MissedSkip)); err != nil {
+			t.Fatal(err)
+		}
+		seedtest.OverdueSchedule(t, rdb, name, "tokyo")
+		infos, err = inspect.New(rdb).Schedules(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]struct {
+			zone    string
+			missed  delayed.MissedTicks
+			overdue bool
+		}{
+			"berlin":  {"Europe/Berlin", delayed.MissedAll, false},
+			"every":   {"UTC", delayed.MissedLatest, false},
+			"nightly": {"UTC", delayed.MissedLatest, false},
+			"tokyo":   {"Asia/Tokyo", delayed.MissedSkip, true},
+		}
+		for _, in := range infos {
+			w := want[in.Name]
+			if in.Zone != w.zone || in.Missed != w.missed || in.Overdue != w.overdue {
+				t.Errorf("%s: zone %q, missed %q, overdue %v; want %q, %q, %v", in.Name, in.Zone, in.Missed, in.Overdue, w.zone, w.missed, w.overdue)
+			}
+		}
+		if len(infos) != len(want) {
 			t.Fatalf("Schedules = %+v", infos)
 		}
 		if _, err := inspect.New(rdb).Schedules(ctx, "no-such-queue-"+name); !errors.Is(err, inspect.ErrNotFound) {

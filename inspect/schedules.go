@@ -7,11 +7,12 @@ import (
 )
 
 // ScheduleInfo describes one recurring schedule: the type of
-// delayed.Queue.Schedules (Name, Spec, Next, Last).
+// delayed.Queue.Schedules (Name, Spec, Zone, Missed, Next, Last, Overdue).
 type ScheduleInfo = delayed.ScheduleInfo
 
 // Schedules lists the queue's recurring schedules (delayed.Queue.Schedule)
-// by name, with their next and last ticks. Two round trips (the check
+// by name, with their zone, missed-tick policy, next and last ticks, and
+// whether the next one is overdue. Two round trips (the check
 // that the queue exists, then one read of its schedules), O(S) for S
 // schedules.
 func (in *Inspector) Schedules(ctx context.Context, queue string) ([]ScheduleInfo, error) {
@@ -25,7 +26,10 @@ func (in *Inspector) Schedules(ctx context.Context, queue string) ([]ScheduleInf
 	}
 	out := make([]ScheduleInfo, len(infos))
 	for i, info := range infos {
-		out[i] = ScheduleInfo(info)
+		out[i] = ScheduleInfo{
+			Name: info.Name, Spec: info.Spec, Zone: info.Zone, Missed: delayed.MissedTicks(info.Missed),
+			Next: info.Next, Last: info.Last, Overdue: info.Overdue,
+		}
 	}
 	return out, nil
 }

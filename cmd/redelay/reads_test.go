@@ -13,6 +13,7 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/internal/redistest"
+	"github.com/redelay/redelay/internal/seedtest"
 )
 
 // The tables of queues, stats, ls and get, on a standalone server and on
@@ -121,18 +122,40 @@ func TestSchedules(t *testing.T) {
 		const prefix = "reports"
 		name := goldenName(prefix)
 		dq := delayed.New(blocking.New[string](rdb, name), delayed.WithoutTransfer())
-		for _, s := range []struct{ name, spec string }{{"nightly", "0 3 * * *"}, {"yearly", "@yearly"}} {
-			if err := dq.Schedule(ctx, s.name, s.spec, s.name); err != nil {
+		berlin, err := time.LoadLocation("Europe/Berlin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []struct {
+			name, spec string
+			opts       []delayed.ScheduleOption
+		}{
+			{"nightly", "0 3 * * *", nil},
+			{"weekly", "0 3 * * 1", []delayed.ScheduleOption{delayed.WithMissedTicks(delayed.MissedSkip)}},
+			{"yearly", "@yearly", []delayed.ScheduleOption{delayed.WithTimeZone(berlin), delayed.WithMissedTicks(delayed.MissedAll)}},
+		} {
+			if err := dq.Schedule(ctx, s.name, s.spec, s.name, s.opts...); err != nil {
 				t.Fatal(err)
 			}
 		}
+		// No process transfers the queue: a tick whose time passed is
+		// flagged.
+		seedtest.OverdueSchedule(t, rdb, name, "weekly")
 		out := ok(t, with(conn, "schedules", name)...)
 		golden(t, "schedules.golden", normalise(out, name, prefix))
 
 		var infos []map[string]any
 		decode(t, ok(t, with(conn, "schedules", name, "-o", "json")...), &infos)
-		if len(infos) != 2 || infos[0]["name"] != "nightly" || infos[0]["spec"] != "0 3 * * *" || infos[1]["name"] != "yearly" {
+		if len(infos) != 3 || infos[0]["name"] != "nightly" || infos[0]["spec"] != "0 3 * * *" || infos[2]["name"] != "yearly" {
 			t.Fatalf("schedules -o json: %v", infos)
+		}
+		for i, w := range []struct {
+			zone, missed string
+			overdue      bool
+		}{{"UTC", "latest", false}, {"UTC", "skip", true}, {"Europe/Berlin", "all", false}} {
+			if infos[i]["zone"] != w.zone || infos[i]["missed"] != w.missed || infos[i]["overdue"] != w.overdue {
+				t.Errorf("schedules -o json: %v; want zone %s, missed %s, overdue %v", infos[i], w.zone, w.missed, w.overdue)
+			}
 		}
 		next, err := time.Parse(time.RFC3339Nano, infos[0]["next"].(string))
 		if err != nil || next.Hour() != 3 || time.Until(next) > 25*time.Hour || time.Until(next) < 0 {

@@ -12,10 +12,13 @@ import (
 
 // scheduleJSON is one schedule of `schedules -o json`.
 type scheduleJSON struct {
-	Name string    `json:"name"`
-	Spec string    `json:"spec"`
-	Next time.Time `json:"next,omitzero"`
-	Last time.Time `json:"last,omitzero"`
+	Name    string    `json:"name"`
+	Spec    string    `json:"spec"`
+	Zone    string    `json:"zone"`
+	Missed  string    `json:"missed"`
+	Next    time.Time `json:"next,omitzero"`
+	Last    time.Time `json:"last,omitzero"`
+	Overdue bool      `json:"overdue"`
 }
 
 // schedulesCommand returns the schedules command.
@@ -24,11 +27,14 @@ func (a *app) schedulesCommand() *cobra.Command {
 		Use:   "schedules QUEUE",
 		Short: "List the recurring schedules of a queue",
 		Long: `List the recurring schedules of QUEUE (delayed.Queue.Schedule) by name: NAME,
-SPEC (the cron spec), NEXT (the next tick) and LAST (the latest tick that
-fired; - if none yet).
+SPEC (the cron spec), ZONE (the time zone its ticks are planned in), MISSED
+(what happens to ticks missed while no process ran: latest, skip or all),
+NEXT (the next tick; "OVERDUE" after it when its time passed more than 10 s
+ago and no process fired it, which means no process transfers the queue)
+and LAST (the latest tick that fired; - if none yet).
 
--o json prints an array of objects: name, spec, next, last (RFC 3339, omitted
-when none).`,
+-o json prints an array of objects: name, spec, zone, missed, next, last
+(RFC 3339, omitted when none), overdue.`,
 		Args:              exactArgs("QUEUE"),
 		ValidArgsFunction: a.completeQueue,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
@@ -44,14 +50,21 @@ when none).`,
 			if a.json() {
 				out := make([]scheduleJSON, 0, len(infos))
 				for _, s := range infos {
-					out = append(out, scheduleJSON{Name: s.Name, Spec: s.Spec, Next: jsonTime(s.Next), Last: jsonTime(s.Last)})
+					out = append(out, scheduleJSON{
+						Name: s.Name, Spec: s.Spec, Zone: s.Zone, Missed: string(s.Missed),
+						Next: jsonTime(s.Next), Last: jsonTime(s.Last), Overdue: s.Overdue,
+					})
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			t := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(t, "NAME\tSPEC\tNEXT\tLAST")
+			fmt.Fprintln(t, "NAME\tSPEC\tZONE\tMISSED\tNEXT\tLAST")
 			for _, s := range infos {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\n", oneLine(s.Name, 200), oneLine(s.Spec, 200), formatTime(s.Next), formatTime(s.Last))
+				next := formatTime(s.Next)
+				if s.Overdue {
+					next += " OVERDUE: no process transfers this queue"
+				}
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", oneLine(s.Name, 200), oneLine(s.Spec, 200), oneLine(s.Zone, 100), s.Missed, next, formatTime(s.Last))
 			}
 			return t.Flush()
 		}),

@@ -20,10 +20,13 @@ const HeaderSchedule = "redelay-schedule"
 // ScheduleInfo describes one recurring schedule (see
 // delayed.ScheduleInfo, which has the same fields).
 type ScheduleInfo struct {
-	Name string
-	Spec string
-	Next time.Time
-	Last time.Time
+	Name    string
+	Spec    string
+	Zone    string
+	Missed  string
+	Next    time.Time
+	Last    time.Time
+	Overdue bool
 }
 
 // Schedule creates or replaces the schedule name: v offered at each tick
@@ -176,7 +179,11 @@ func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schedules of %s: %s: %w", q.Name(), name, Mark(ErrCorrupt, err))
 		}
-		out = append(out, ScheduleInfo{Name: name, Spec: rec.Spec, Next: rec.NextTick(now), Last: rec.Last(now)})
+		next := rec.NextTick(now)
+		out = append(out, ScheduleInfo{
+			Name: name, Spec: rec.Spec, Zone: rec.TickZone(), Missed: string(rec.Policy()),
+			Next: next, Last: rec.Last(now), Overdue: now.Sub(next) > schedule.OverdueAfter,
+		})
 	}
 	slices.SortFunc(out, func(a, b ScheduleInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

@@ -69,11 +69,7 @@ func Parse(spec string, loc *time.Location) (sched cron.Schedule, err error) {
 	if loc != nil {
 		zone = loc.String()
 	}
-	if p, ok := zonePrefix(s); ok {
-		name, rest := s[len(p):], ""
-		if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
-			name, rest = name[:i], strings.TrimSpace(name[i:])
-		}
+	if name, rest, ok := splitZone(s); ok {
 		if rest == "" {
 			return nil, fmt.Errorf("%w: %q names a time zone and no schedule", ErrSpec, spec)
 		}
@@ -100,14 +96,19 @@ func Parse(spec string, loc *time.Location) (sched cron.Schedule, err error) {
 	return sched, nil
 }
 
-// zonePrefix returns the prefix of a spec that names its time zone.
-func zonePrefix(s string) (string, bool) {
+// splitZone splits a trimmed spec that starts with a CRON_TZ= or TZ=
+// prefix into the zone it names and the rest, trimmed; ok is false when
+// there is no such prefix. The zone ends at any whitespace.
+func splitZone(s string) (zone, rest string, ok bool) {
 	for _, p := range []string{"CRON_TZ=", "TZ="} {
-		if strings.HasPrefix(s, p) {
-			return p, true
+		if name, found := strings.CutPrefix(s, p); found {
+			if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
+				return name[:i], strings.TrimSpace(name[i:]), true
+			}
+			return name, "", true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // LoadZone loads the time zone called name, as every process must read it
@@ -320,6 +321,34 @@ func (r Record) Location() (*time.Location, error) {
 	}
 	return LoadZone(r.Zone)
 }
+
+// TickZone names the time zone the record's ticks are planned in: the
+// spec's CRON_TZ= or TZ= prefix, else the zone option, else UTC.
+func (r Record) TickZone() string {
+	if zone, _, ok := splitZone(strings.TrimSpace(r.Spec)); ok {
+		return zone
+	}
+	if r.Zone != "" {
+		return r.Zone
+	}
+	return "UTC"
+}
+
+// Policy is the record's missed-tick policy: MissedLatest for a record
+// that names none or one this release does not know, as Advance reads it.
+func (r Record) Policy() Missed {
+	switch r.Missed {
+	case MissedSkip, MissedAll:
+		return r.Missed
+	}
+	return MissedLatest
+}
+
+// OverdueAfter is how long after its time a tick that no process has
+// materialized counts as overdue: a running process materializes each tick
+// Lead before its time, so one this late means no process transfers the
+// queue (or none reaches Redis).
+const OverdueAfter = 10 * time.Second
 
 // Parsed parses the record's spec.
 func (r Record) Parsed() (cron.Schedule, error) {

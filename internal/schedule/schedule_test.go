@@ -261,3 +261,27 @@ func TestAdvanceRecordPlannedInAnotherZone(t *testing.T) {
 		t.Errorf("Advance = %v, next %v, due %v; want [%v], next %v", ticks, time.UnixMilli(next.Next).UTC(), time.UnixMilli(due).UTC(), old, want)
 	}
 }
+
+// A record names the zone its ticks are planned in (the spec's prefix
+// first, then the option, then UTC) and its missed-tick policy (latest for
+// one it does not know).
+func TestRecordZoneAndPolicy(t *testing.T) {
+	for _, c := range []struct {
+		rec  Record
+		zone string
+		miss Missed
+	}{
+		{Record{Spec: "0 3 * * *"}, "UTC", MissedLatest},
+		{Record{Spec: "0 3 * * *", Zone: "Europe/Berlin", Missed: MissedAll}, "Europe/Berlin", MissedAll},
+		{Record{Spec: "CRON_TZ=Asia/Tokyo 0 3 * * *", Zone: "Europe/Berlin", Missed: MissedSkip}, "Asia/Tokyo", MissedSkip},
+		{Record{Spec: "  TZ=America/New_York\t@daily", Missed: "later"}, "America/New_York", MissedLatest},
+		{Record{Spec: "@every 1m", Missed: ""}, "UTC", MissedLatest},
+	} {
+		if got := c.rec.TickZone(); got != c.zone {
+			t.Errorf("%+v: TickZone %q, want %q", c.rec, got, c.zone)
+		}
+		if got := c.rec.Policy(); got != c.miss {
+			t.Errorf("%+v: Policy %q, want %q", c.rec, got, c.miss)
+		}
+	}
+}
