@@ -135,7 +135,8 @@ func (h *handler) promote(ctx context.Context, r *http.Request, t *target) (stri
 
 // reschedule moves the delayed item or retry id to the due time of the
 // form's field due: a duration from now on the Redis server's clock, or
-// an RFC 3339 time.
+// an RFC 3339 time. A time that has passed is refused (inspect's
+// Reschedule): Promote is the one-click way to make an item ready now.
 func (h *handler) reschedule(ctx context.Context, r *http.Request, t *target) (string, error) {
 	id, err := idParam(r.URL.Query())
 	if err != nil {

@@ -96,6 +96,15 @@ func TestActions(t *testing.T) {
 		if it, err = f.in.Get(ctx, f.name, "o-retry"); err != nil || !it.DueAt.Equal(due) {
 			t.Errorf("rescheduled to %v: %v, %v", due, it.DueAt, err)
 		}
+		// A time that has passed is refused, pointing at Promote; the item
+		// stays where it was.
+		r = b.submit(p, p.body, "action-reschedule", url.Values{"due": {"2020-01-01T00:00:00Z"}})
+		if r.status < 400 || !strings.Contains(r.body, "has passed") || !strings.Contains(r.body, "promote") {
+			t.Errorf("reschedule to 2020: status %d\n%s", r.status, r.body)
+		}
+		if it, err = f.in.Get(ctx, f.name, "o-retry"); err != nil || !it.DueAt.Equal(due) {
+			t.Errorf("after a refused reschedule to 2020: due %v, %v; want %v", it.DueAt, err, due)
+		}
 
 		// Requeue the dead letter.
 		p = b.get(tab(f.name, "dead"))

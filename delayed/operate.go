@@ -95,15 +95,40 @@ func (d *Queue[T]) Reschedule(ctx context.Context, id string, delay time.Duratio
 	return d.move(ctx, "reschedule", id, queue.Move{Mode: 'd', US: delay.Microseconds()})
 }
 
-// RescheduleAt is Reschedule to a due time: a time in the past makes the
-// item ready at once (after any item already due). Times before 1970 or
-// after 2255 return [ErrInvalidArgument].
-func (d *Queue[T]) RescheduleAt(ctx context.Context, id string, due time.Time) error {
+// RescheduleAt is Reschedule to a due time. A due time that passed more
+// than a second ago (by this process's clock) returns [ErrInvalidArgument]
+// unless [AllowPast] asks for it: [Promote] is the way to make an item
+// ready now. With AllowPast, a past time makes the item ready at once,
+// ahead of due items still pending that are due after it. Times before
+// 1970 or after 2255 return ErrInvalidArgument.
+func (d *Queue[T]) RescheduleAt(ctx context.Context, id string, due time.Time, opts ...RescheduleOption) error {
+	var o rescheduleOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
 	if err := queue.CheckDue(due); err != nil {
 		return fmt.Errorf("reschedule %s: %w", d.q.Name(), err)
 	}
+	if !o.allowPast {
+		if err := queue.CheckNotPast(due, time.Now()); err != nil {
+			return fmt.Errorf("reschedule %s in %s: %w; Promote makes it ready now, or pass AllowPast to keep a past due time", id, d.q.Name(), err)
+		}
+	}
 	return d.move(ctx, "reschedule", id, queue.Move{Mode: 'a', US: due.UnixMicro()})
 }
+
+// RescheduleOption configures one RescheduleAt.
+type RescheduleOption func(*rescheduleOptions)
+
+type rescheduleOptions struct{ allowPast bool }
+
+// AllowPast lets RescheduleAt set a due time that has passed, which makes
+// the item ready at once, ahead of due items still pending that are due
+// after it. Without it such a time is refused. Its due time stays the past
+// one, so Stats.Latency counts from it while the item waits.
+func AllowPast() RescheduleOption { return func(o *rescheduleOptions) { o.allowPast = true } }
 
 // Promote makes the pending item with this ID due now: it joins the ready
 // queue at once (behind the items already ready), its due time set to now.

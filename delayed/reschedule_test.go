@@ -1282,14 +1282,14 @@ func TestRescheduleNowAfterItemsAlreadyDue(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond) // c's past due time after b's
-		if err := dq.RescheduleAt(ctx, "c", time.Now().Add(-time.Millisecond)); err != nil {
+		if err := dq.RescheduleAt(ctx, "c", time.Now().Add(-time.Millisecond), delayed.AllowPast()); err != nil {
 			t.Fatal(err)
 		}
 		if n, _ := q.Size(ctx); n != 0 {
 			t.Fatalf("%d ready: an item overtook a due item still pending", n)
 		}
 		// Earlier than a's due time: ready at once, ahead of a.
-		if err := dq.RescheduleAt(ctx, "d", aDue.Add(-time.Second)); err != nil {
+		if err := dq.RescheduleAt(ctx, "d", aDue.Add(-time.Second), delayed.AllowPast()); err != nil {
 			t.Fatal(err)
 		}
 		if n, _ := q.Size(ctx); n != 1 {
@@ -1329,4 +1329,49 @@ func TestListHugeOffsetIsEmptyPage(t *testing.T) {
 			t.Errorf("List(%d, 10) = %d items, %v; want an empty page", off, len(page), err)
 		}
 	}
+}
+
+// RescheduleAt refuses a due time that has passed (a mistyped year would
+// make the item ready at once, with a latency of years), naming it and
+// Promote; AllowPast asks for it, and the item is ready at once.
+func TestRescheduleAtPastRefused(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t))
+		dq := delayed.New(q)
+		t.Cleanup(func() { _ = dq.Close(); _ = q.Close() })
+		if _, err := dq.Offer(ctx, "v", time.Hour, delayed.WithID("a")); err != nil {
+			t.Fatal(err)
+		}
+		past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+		err := dq.RescheduleAt(ctx, "a", past)
+		if !errors.Is(err, delayed.ErrInvalidArgument) || !strings.Contains(err.Error(), "2020-01-01T00:00:00Z has passed") ||
+			!strings.Contains(err.Error(), "Promote") {
+			t.Fatalf("RescheduleAt(2020) = %v; want ErrInvalidArgument saying it has passed", err)
+		}
+		if ok, err := dq.Contains(ctx, "a"); err != nil || !ok {
+			t.Fatalf("after a refused reschedule: pending %v, %v", ok, err)
+		}
+		// Now, by a clock a little behind: not refused.
+		if err := dq.RescheduleAt(ctx, "a", time.Now().Add(-100*time.Millisecond)); err != nil {
+			t.Fatalf("RescheduleAt(100 ms ago) = %v", err)
+		}
+		if _, err := dq.Offer(ctx, "w", time.Hour, delayed.WithID("b")); err != nil {
+			t.Fatal(err)
+		}
+		if err := dq.RescheduleAt(ctx, "b", past, delayed.AllowPast()); err != nil {
+			t.Fatalf("RescheduleAt(2020, AllowPast) = %v", err)
+		}
+		got := map[string]bool{}
+		for range 2 {
+			v, ok, err := q.Poll(ctx, 5*time.Second)
+			if err != nil || !ok {
+				t.Fatalf("Poll = %q, %v, %v", v, ok, err)
+			}
+			got[v] = true
+		}
+		if !got["v"] || !got["w"] {
+			t.Fatalf("taken %v; want v and w", got)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	iqueue "github.com/redelay/redelay/internal/queue"
@@ -37,18 +38,46 @@ func (in *Inspector) Promote(ctx context.Context, queue, id string) error {
 }
 
 // Reschedule moves the delayed item or retry with this ID to fall due at
-// due (on the Redis server's clock), keeping its ID, value and headers. A
-// time that has passed makes it ready at once when nothing pending is due
-// before it. Costs and errors are Promote's; due before 1970 or after 2255
-// returns ErrInvalidArgument.
-func (in *Inspector) Reschedule(ctx context.Context, queue, id string, due time.Time) error {
+// due (on the Redis server's clock), keeping its ID, value and headers.
+// Costs and errors are Promote's; due before 1970 or after 2255 returns
+// ErrInvalidArgument. So does a due time that passed more than a second
+// ago by the server's clock (one round trip more), unless [AllowPast]
+// asks for it: [Inspector.Promote] is the way to make an item ready now.
+// With AllowPast, a time that has passed makes it ready at once when
+// nothing pending is due before it.
+func (in *Inspector) Reschedule(ctx context.Context, queue, id string, due time.Time, opts ...RescheduleOption) error {
+	var o rescheduleOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
 	if err := iqueue.CheckDue(due); err != nil {
 		return wrap("reschedule", queue, err)
 	}
 	return in.change(ctx, "reschedule", queue, id, func(q *iqueue.Queue) error {
+		if !o.allowPast {
+			now, err := q.Now(ctx)
+			if err != nil {
+				return err
+			}
+			if err := iqueue.CheckNotPast(due, now); err != nil {
+				return fmt.Errorf("%s: %w; promote makes it ready now", id, err)
+			}
+		}
 		return q.MoveAny(ctx, id, iqueue.Move{Mode: 'a', US: due.UnixMicro()})
 	})
 }
+
+// RescheduleOption configures one Reschedule.
+type RescheduleOption func(*rescheduleOptions)
+
+type rescheduleOptions struct{ allowPast bool }
+
+// AllowPast lets Reschedule set a due time that has passed, which makes
+// the item ready at once when nothing pending is due before it. Without
+// it such a time is refused.
+func AllowPast() RescheduleOption { return func(o *rescheduleOptions) { o.allowPast = true } }
 
 // Requeue moves the dead letter with this ID back to the ready list, with
 // its attempts reset, as blocking.Queue.RedriveID does. It reads the dead

@@ -56,8 +56,17 @@ func TestPromoteReschedule(t *testing.T) {
 		if err := in.Promote(ctx, f.name, "o-delayed"); err != nil {
 			t.Fatal(err)
 		}
-		// A due time that has passed makes the retry ready at once.
-		if err := in.Reschedule(ctx, f.name, "o-retry", time.Now().Add(-time.Minute)); err != nil {
+		// A due time that has passed is refused, naming it and the way to
+		// make an item ready now; nothing moves.
+		err := in.Reschedule(ctx, f.name, "o-retry", time.Now().Add(-time.Minute))
+		if !errors.Is(err, inspect.ErrInvalidArgument) || !strings.Contains(err.Error(), "has passed") || !strings.Contains(err.Error(), "promote") {
+			t.Fatalf("Reschedule to a minute ago = %v; want ErrInvalidArgument saying it has passed", err)
+		}
+		if got := countsOf(t, in, f.name); got != (counts{0, 1, 2, 1, 1}) {
+			t.Fatalf("counts after a refused reschedule = %v", got)
+		}
+		// Asked for, a due time that has passed makes the retry ready at once.
+		if err := in.Reschedule(ctx, f.name, "o-retry", time.Now().Add(-time.Minute), inspect.AllowPast()); err != nil {
 			t.Fatal(err)
 		}
 		if got := countsOf(t, in, f.name); got != (counts{0, 0, 3, 1, 1}) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -62,13 +63,16 @@ undone, and its consumer loses the lease) or a dead letter.`,
 
 // rescheduleCommand returns the reschedule command.
 func (a *app) rescheduleCommand() *cobra.Command {
-	return &cobra.Command{
+	var allowPast bool
+	cmd := &cobra.Command{
 		Use:   "reschedule QUEUE ID (DURATION|TIME)",
 		Short: "Move a delayed item or retry to a new due time",
 		Long: `Move the delayed item or retry of QUEUE with this ID to fall due at a new time:
 a DURATION from now on the Redis server's clock (90s, 10m, 1h30m), or an RFC
-3339 TIME (2030-01-02T15:04:05Z, 2030-01-02T15:04:05+01:00). A time that has
-passed makes it ready at once. It keeps its ID, value and headers.`,
+3339 TIME (2030-01-02T15:04:05Z, 2030-01-02T15:04:05+01:00). It keeps its ID,
+value and headers. A time that passed more than a second ago is refused:
+promote makes an item ready now; --allow-past keeps a past due time (the
+item is ready at once, and its latency counts from that time).`,
 		Args:              exactArgs("QUEUE", "ID", "DURATION|TIME"),
 		ValidArgsFunction: a.completeQueue,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
@@ -91,13 +95,22 @@ passed makes it ready at once. It keeps its ID, value and headers.`,
 				}
 				at = now.Add(after)
 			}
-			if err := inspect.New(c.rdb).Reschedule(ctx, queue, id, at); err != nil {
+			var opts []inspect.RescheduleOption
+			if allowPast {
+				opts = append(opts, inspect.AllowPast())
+			}
+			if err := inspect.New(c.rdb).Reschedule(ctx, queue, id, at, opts...); err != nil {
+				if errors.Is(err, inspect.ErrInvalidArgument) && !allowPast && at.Before(time.Now()) {
+					err = fmt.Errorf("%w (--allow-past keeps a past due time)", err)
+				}
 				return c.wrap(err, a.flags.timeout.String())
 			}
 			return a.report(cmd.OutOrStdout(), changeJSON{Queue: queue, Action: "rescheduled", ID: id, DueAt: jsonTime(at)},
 				fmt.Sprintf("rescheduled %q of queue %q to %s", id, queue, formatTime(at)))
 		}),
 	}
+	cmd.Flags().BoolVar(&allowPast, "allow-past", false, "accept a due time that has passed (the item is ready at once)")
+	return cmd
 }
 
 // parseDue reads the due time of reschedule: a duration from now (after,

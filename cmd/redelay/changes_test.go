@@ -48,6 +48,15 @@ func TestChanges(t *testing.T) {
 			t.Fatalf("rescheduled to %v: due %v, printed %v", at, get("parcel-2").DueAt, ch)
 		}
 
+		// A time that has passed is refused, saying how to keep it; with
+		// --allow-past the item is ready at once.
+		r := cli(t, with(conn, "reschedule", name, "parcel-2", "2020-01-01T00:00:00Z")...)
+		if r.code != 2 || !strings.Contains(r.stderr, "has passed") || !strings.Contains(r.stderr, "--allow-past") || !get("parcel-2").DueAt.Equal(at) {
+			t.Fatalf("reschedule to 2020: %v; parcel-2 due %v", r, get("parcel-2").DueAt)
+		}
+		ok(t, with(conn, "reschedule", name, "parcel-2", "2020-01-01T00:00:00Z", "--allow-past")...)
+		redistest.WaitFor(t, 5*time.Second, "parcel-2 ready", func() bool { return get("parcel-2").State == inspect.Ready })
+
 		ok(t, with(conn, "promote", name, "parcel-3")...)
 		redistest.WaitFor(t, 5*time.Second, "parcel-3 ready", func() bool { return get("parcel-3").State == inspect.Ready })
 

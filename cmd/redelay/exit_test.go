@@ -56,6 +56,7 @@ func TestExitStatus(t *testing.T) {
 			{[]string{"ls", name, "--state", "dead", "--limit", "x"}, `invalid argument "x" for "--limit" flag`},
 			{[]string{"purge", name}, "--state is required"},
 			{[]string{"reschedule", name, "parcel-1", "soon"}, `due time "soon": want a duration`},
+			{[]string{"reschedule", name, "parcel-1", "2020-01-01T00:00:00Z"}, `parcel-1: due time 2020-01-01T00:00:00Z has passed`},
 			{[]string{"requeue", name}, "give the ID of a dead letter, or --all"},
 			{[]string{"requeue", name, "dead-1", "--all"}, "not both"},
 			{[]string{"stats", "-o", "yaml"}, `-o "yaml": want table or json`},

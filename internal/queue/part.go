@@ -567,6 +567,22 @@ func CheckDue(due time.Time) error {
 	return nil
 }
 
+// PastTolerance is how long ago a due time may be and still count as
+// now for a reschedule: a "now" computed a moment before the check (a
+// duration of 0 from the server's clock, a clock a little behind) is not
+// refused.
+const PastTolerance = time.Second
+
+// CheckNotPast refuses a reschedule's due time that passed more than
+// PastTolerance before now: a mistyped year would otherwise make the item
+// ready at once with a due time that makes Stats.Latency read years.
+func CheckNotPast(due, now time.Time) error {
+	if due.Before(now.Add(-PastTolerance)) {
+		return fmt.Errorf("due time %s has passed (now %s): %w", due.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), ErrInvalidArgument)
+	}
+	return nil
+}
+
 // CheckPriority validates an item's priority: 0..envelope.MaxPriority.
 func CheckPriority(p int) error {
 	if p < 0 || p > envelope.MaxPriority {
