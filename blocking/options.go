@@ -244,3 +244,24 @@ func WithPartitions(n int) Option {
 		o.cfg.Partitions = n
 	}
 }
+
+// WithPrefix replaces "redelay" at the start of every key of the queue
+// with prefix: its items, dead letters, schedules, meta hash and wake-up
+// channel, and the registry of queues it is announced in (prefix:queues).
+// Apps or environments sharing one Redis (or one Cluster, which has no
+// SELECT) give each its own prefix: two queues of one name under two
+// prefixes never see each other's items, counts or pause. Every process
+// of a queue, its transfer (transfer.WithPrefix) and its inspector
+// (inspect.WithPrefix) must use the same prefix. Default: "redelay".
+// A prefix that is empty, longer than 64 bytes, or holds braces,
+// whitespace, control characters or a ':' at either end makes every call
+// return ErrInvalidQueue.
+func WithPrefix(prefix string) Option {
+	return func(o *options) {
+		if err := queue.CheckPrefix(prefix); err != nil {
+			o.fail(fmt.Errorf("WithPrefix: %w", err))
+			return
+		}
+		o.cfg.Prefix = prefix
+	}
+}

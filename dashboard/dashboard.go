@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/inspect"
+	iqueue "github.com/redelay/redelay/internal/queue"
 )
 
 // handler is the dashboard: an http.Handler over one Redis deployment.
@@ -52,7 +54,7 @@ func New(rdb redis.UniversalClient, opts ...Option) http.Handler {
 		cfg.secret = newSecret()
 	}
 	h := &handler{
-		in:     inspect.New(rdb),
+		in:     inspect.New(rdb, inspect.WithPrefix(cmp.Or(cfg.prefix, iqueue.DefaultPrefix))),
 		rdb:    rdb,
 		cfg:    cfg,
 		log:    cfg.logger,

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	iqueue "github.com/redelay/redelay/internal/queue"
 )
 
 // Option configures the dashboard at [New].
@@ -15,7 +17,8 @@ type config struct {
 	logger   *slog.Logger
 	title    string
 	secret   []byte
-	err      error // a bad option: every request answers 500
+	prefix   string // "": the default key prefix
+	err      error  // a bad option: every request answers 500
 }
 
 // MinSecretLen is the shortest key [WithSecret] accepts, in bytes.
@@ -57,6 +60,19 @@ func WithTitle(title string) Option {
 			title = defaultTitle
 		}
 		c.title = title
+	}
+}
+
+// WithPrefix shows only the queues whose keys start with prefix, the one
+// their processes gave blocking.WithPrefix. Default: "redelay". A prefix
+// that is empty or holds braces or whitespace is a bad option.
+func WithPrefix(prefix string) Option {
+	return func(c *config) {
+		if err := iqueue.CheckPrefix(prefix); err != nil {
+			c.fail(fmt.Errorf("WithPrefix: %w", err))
+			return
+		}
+		c.prefix = prefix
 	}
 }
 

@@ -51,7 +51,8 @@ func (h *handler) collect(ctx context.Context, names []string) []queueStats {
 // queue is opened untyped (raw bytes): Stats decodes nothing, and
 // blocking.New makes no network call and starts nothing.
 func (h *handler) readStats(ctx context.Context, name string) queueStats {
-	q := blocking.New[[]byte](h.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithLogger(h.log))
+	q := blocking.New[[]byte](h.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithLogger(h.log),
+		blocking.WithPrefix(h.in.Prefix()))
 	st, err := q.Stats(ctx)
 	if le := (*iqueue.LayoutError)(nil); errors.As(err, &le) {
 		// A queue with partitions (the read told): the inspector reads

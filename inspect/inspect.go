@@ -24,6 +24,10 @@ var (
 	// Items that cannot be read are not errors here: List and Get return
 	// them with Item.DecodeError set. It is blocking.ErrCorrupt.
 	ErrCorrupt = blocking.ErrCorrupt
+	// ErrInvalidQueue: the Inspector was made with a bad option (a key
+	// prefix with braces or whitespace, or empty); every call returns it.
+	// It is blocking.ErrInvalidQueue.
+	ErrInvalidQueue = blocking.ErrInvalidQueue
 )
 
 // Stats are a queue's counts by state and its timings: the type of
@@ -34,15 +38,60 @@ type Stats = blocking.Stats
 // knowing their Go types. It is safe for concurrent use, holds nothing but
 // its client, starts no goroutine and needs no Close.
 type Inspector struct {
-	rdb redis.UniversalClient
+	rdb    redis.UniversalClient
+	prefix string // "": the default, "redelay"
+	err    error  // a bad option, returned by every call
+}
+
+// Option configures an Inspector.
+type Option func(*Inspector)
+
+// WithPrefix makes the Inspector see only the queues whose keys start with
+// prefix, the one their processes gave blocking.WithPrefix. Default: the
+// queues of the default prefix, "redelay". A prefix that is empty, longer
+// than 64 bytes, or holds braces, whitespace, control characters or a ':'
+// at either end makes every call return ErrInvalidQueue.
+func WithPrefix(prefix string) Option {
+	return func(in *Inspector) {
+		if err := iqueue.CheckPrefix(prefix); err != nil {
+			in.err = fmt.Errorf("%w: WithPrefix: %w", ErrInvalidQueue, err)
+			return
+		}
+		in.prefix = prefix
+	}
 }
 
 // New returns an Inspector of the queues on rdb: a *redis.Client, a
 // *redis.ClusterClient or a failover (Sentinel) client. New makes no
 // network call; a nil client or a *redis.Ring (which would split a queue
 // between shards) makes every call return ErrInvalidArgument.
-func New(rdb redis.UniversalClient) *Inspector {
-	return &Inspector{rdb: rdb}
+func New(rdb redis.UniversalClient, opts ...Option) *Inspector {
+	in := &Inspector{rdb: rdb}
+	for _, o := range opts {
+		if o != nil {
+			o(in)
+		}
+	}
+	return in
+}
+
+// Err reports a bad option given to New (wrapping ErrInvalidQueue), which
+// every call would return; nil when the options are good. It makes no
+// network call.
+func (in *Inspector) Err() error {
+	if in == nil {
+		return fmt.Errorf("nil Inspector: %w", ErrInvalidArgument)
+	}
+	return in.err
+}
+
+// Prefix is the key prefix of the queues the Inspector sees: "redelay"
+// unless WithPrefix said otherwise.
+func (in *Inspector) Prefix() string {
+	if in == nil || in.prefix == "" {
+		return iqueue.DefaultPrefix
+	}
+	return in.prefix
 }
 
 // Eviction returns the maxmemory-policy of the Redis deployment (on a
@@ -66,6 +115,9 @@ func (in *Inspector) checkClient() error {
 	if in == nil {
 		return fmt.Errorf("nil Inspector: %w", ErrInvalidArgument)
 	}
+	if in.err != nil {
+		return in.err
+	}
 	if err := iqueue.CheckClient(in.rdb); err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInvalidArgument)
 	}
@@ -80,7 +132,7 @@ func (in *Inspector) open(ctx context.Context, name string) (*iqueue.Queue, stri
 	if err := in.checkClient(); err != nil {
 		return nil, "", err
 	}
-	return iqueue.Probe(ctx, in.rdb, name)
+	return iqueue.Probe(ctx, in.rdb, in.prefix, name)
 }
 
 // openID is open for a call on one item: it validates id first, and
@@ -106,7 +158,7 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 	if err := in.checkClient(); err != nil {
 		return nil, fmt.Errorf("queues: %w", err)
 	}
-	names, err := iqueue.Queues(ctx, in.rdb)
+	names, err := iqueue.Queues(ctx, in.rdb, in.prefix)
 	if err != nil {
 		return nil, fmt.Errorf("queues: %w", err)
 	}

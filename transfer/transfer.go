@@ -97,6 +97,19 @@ func WithDeadLetters() Option {
 	return func(o *options) { o.f.Dead = true }
 }
 
+// WithPrefix transfers the queues whose keys start with prefix, the one
+// their processes gave blocking.WithPrefix. Default: "redelay". A bad
+// prefix (empty, braces, whitespace) makes Run return ErrInvalidQueue.
+func WithPrefix(prefix string) Option {
+	return func(o *options) {
+		if err := queue.CheckPrefix(prefix); err != nil {
+			o.err = errors.Join(o.err, fmt.Errorf("WithPrefix: %w", err))
+			return
+		}
+		o.f.Prefix = prefix
+	}
+}
+
 // Run transfers the named queues until ctx ends, then returns an error
 // wrapping ctx.Err(). It returns an error wrapping [ErrInvalidQueue] at
 // once for a nil client, a *redis.Ring, a bad name (or none) or a bad

@@ -99,7 +99,7 @@ item is ready at once, and its latency counts from that time).`,
 			if allowPast {
 				opts = append(opts, inspect.AllowPast())
 			}
-			if err := inspect.New(c.rdb).Reschedule(ctx, queue, id, at, opts...); err != nil {
+			if err := a.inspector(c.rdb).Reschedule(ctx, queue, id, at, opts...); err != nil {
 				if errors.Is(err, inspect.ErrInvalidArgument) && !allowPast && at.Before(time.Now()) {
 					err = fmt.Errorf("%w (--allow-past keeps a past due time)", err)
 				}

@@ -94,7 +94,8 @@ func (a *app) serveDashboard(cmd *cobra.Command, f dashboardFlags) error {
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	opts := []dashboard.Option{dashboard.WithLogger(slog.New(slog.NewTextHandler(errOut, nil)))}
+	opts := []dashboard.Option{dashboard.WithLogger(slog.New(slog.NewTextHandler(errOut, nil))),
+		dashboard.WithPrefix(a.flags.prefix)}
 	if f.readOnly {
 		opts = append(opts, dashboard.ReadOnly())
 	}

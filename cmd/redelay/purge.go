@@ -48,7 +48,7 @@ standard input: anything but y or yes purges nothing, and exits with status 1.
 				return err
 			}
 			defer c.Close()
-			in := inspect.New(c.rdb)
+			in := a.inspector(c.rdb)
 			if !f.yes {
 				ctx, cancel := context.WithTimeout(cmd.Context(), a.flags.timeout)
 				stats, err := in.Stats(ctx, queue)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/redelay/redelay/inspect"
@@ -25,6 +27,7 @@ type rootFlags struct {
 	cluster  string        // --cluster
 	timeout  time.Duration // --timeout
 	output   string        // -o, --output
+	prefix   string        // --prefix
 }
 
 // Output formats of -o.
@@ -68,6 +71,7 @@ such queue or item, a purge not confirmed), 2 for a usage error.`,
 	pf.StringVar(&a.flags.cluster, "cluster", "", "connect to a Redis Cluster through these nodes: host:port,host:port")
 	pf.DurationVar(&a.flags.timeout, "timeout", 10*time.Second, "time limit of each command's calls to Redis")
 	pf.StringVarP(&a.flags.output, "output", "o", outputTable, "output format: table or json")
+	pf.StringVar(&a.flags.prefix, "prefix", "redelay", "key prefix of the queues (the one their processes gave blocking.WithPrefix)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]cobra.Completion{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
@@ -96,7 +100,15 @@ func (a *app) checkRootFlags(*cobra.Command, []string) error {
 	if a.flags.timeout <= 0 {
 		return usageErrorf("--timeout %v: want a positive duration such as 5s", a.flags.timeout)
 	}
+	if err := inspect.New(nil, inspect.WithPrefix(a.flags.prefix)).Err(); errors.Is(err, inspect.ErrInvalidQueue) {
+		return usageErrorf("--prefix: %s", strings.TrimPrefix(message(err), "redelay: invalid queue: WithPrefix: "))
+	}
 	return nil
+}
+
+// inspector returns the inspector of the queues under --prefix.
+func (a *app) inspector(rdb redis.UniversalClient) *inspect.Inspector {
+	return inspect.New(rdb, inspect.WithPrefix(a.flags.prefix))
 }
 
 // json reports whether -o json was asked for.
@@ -156,7 +168,7 @@ func (a *app) withInspector(cmd *cobra.Command, f func(ctx context.Context, in *
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), a.flags.timeout)
 	defer cancel()
-	return c.wrap(f(ctx, inspect.New(c.rdb)), a.flags.timeout.String())
+	return c.wrap(f(ctx, a.inspector(c.rdb)), a.flags.timeout.String())
 }
 
 // completeQueue completes a command's first argument with the names of

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/redelay/redelay/inspect"
 )
 
 // clearScreen moves a terminal's cursor home and clears the screen.
@@ -35,7 +33,7 @@ func (a *app) watchStats(cmd *cobra.Command, queue string, interval time.Duratio
 		return err
 	}
 	defer c.Close()
-	in := inspect.New(c.rdb)
+	in := a.inspector(c.rdb)
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	redraw := !a.json() && isTerminal(out)
 	tick := time.NewTicker(interval)

@@ -41,6 +41,11 @@
 // One key belongs to no queue:
 //
 //	redelay:queues            ZSET   queue name -> when a process last announced it (Unix ms)
+//
+// A queue opened with a prefix of its own (blocking.WithPrefix("tenant-b"))
+// has the same keys with "tenant-b" in place of "redelay", its registry
+// included (tenant-b:queues): queues of one name under two prefixes share
+// no key, and an inspector given the prefix sees only its queues.
 package keys
 
 import (
@@ -52,12 +57,45 @@ import (
 	"unicode/utf8"
 )
 
-// Prefix starts every key.
+// Prefix starts every key of a queue opened without a prefix of its own.
 const Prefix = "redelay"
 
-// Registry is the sorted set of every queue's name, announced by the
-// processes that use them (see internal/store).
+// Registry is the sorted set of every queue's name under the default
+// prefix, announced by the processes that use them (see internal/store).
 const Registry = Prefix + ":queues"
+
+// MaxPrefixLen bounds a key prefix, in bytes.
+const MaxPrefixLen = 64
+
+// RegistryOf is the registry of queues under prefix ("" is Prefix).
+func RegistryOf(prefix string) string {
+	if prefix == "" {
+		prefix = Prefix
+	}
+	return prefix + ":queues"
+}
+
+// ValidatePrefix reports why p cannot prefix keys: empty, longer than
+// MaxPrefixLen, not UTF-8, or containing braces (a brace would move the
+// hash tag), whitespace, control characters or ':' at either end.
+func ValidatePrefix(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%w: empty", ErrInvalidPrefix)
+	case len(p) > MaxPrefixLen:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidPrefix, len(p), MaxPrefixLen)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("%w %q: not UTF-8", ErrInvalidPrefix, p)
+	case p[0] == ':' || p[len(p)-1] == ':':
+		return fmt.Errorf("%w %q: starts or ends with ':'", ErrInvalidPrefix, p)
+	}
+	for _, r := range p {
+		if r == '{' || r == '}' || r <= ' ' || r == 0x7f || r == 0x85 || r == 0xa0 {
+			return fmt.Errorf("%w %q: contains %q", ErrInvalidPrefix, p, r)
+		}
+	}
+	return nil
+}
 
 // Fields of a queue's meta hash.
 const (
@@ -78,6 +116,9 @@ const MaxNameLen = 200
 
 // ErrInvalidName is returned for a queue name that cannot be used.
 var ErrInvalidName = errors.New("invalid queue name")
+
+// ErrInvalidPrefix is returned for a key prefix that cannot be used.
+var ErrInvalidPrefix = errors.New("invalid key prefix")
 
 // Set holds the key names of one queue (one partition of it: see Partition).
 type Set struct {
@@ -111,23 +152,37 @@ type Set struct {
 	// priority it gave back.
 	DeadReady string
 	DeadPrio  string
-	tag       string
-	base      string
+	// Prefix replaces "redelay" at the start of every key; Registry is
+	// the registry of queues under it.
+	Prefix   string
+	Registry string
+	tag      string
+	base     string
 }
 
-// New validates name and returns its keys.
-func New(name string) (Set, error) {
+// New validates name and returns its keys under the default prefix.
+func New(name string) (Set, error) { return For(Prefix, name) }
+
+// For validates prefix and name and returns the keys of the queue name
+// under prefix ("" is Prefix).
+func For(prefix, name string) (Set, error) {
+	if prefix == "" {
+		prefix = Prefix
+	}
+	if err := ValidatePrefix(prefix); err != nil {
+		return Set{}, err
+	}
 	if err := Validate(name); err != nil {
 		return Set{}, err
 	}
 	tag := "{" + name + "}"
-	return build(name, tag, Prefix+":"+tag), nil
+	return build(prefix, name, tag, prefix+":"+tag), nil
 }
 
 // Child returns the keys of a queue that shares q's hash tag, such as the
 // dead letters.
 func (q Set) Child(sub string) Set {
-	c := build(q.Name+":"+sub, q.tag, q.base+":"+sub)
+	c := build(q.Prefix, q.Name+":"+sub, q.tag, q.base+":"+sub)
 	c.Part = q.Part
 	return c
 }
@@ -140,7 +195,7 @@ func (q Set) Partition(i int) Set {
 		return q
 	}
 	tag := "{" + q.Name + "{" + strconv.Itoa(i) + "}"
-	p := build(q.Name, tag, Prefix+":"+tag)
+	p := build(q.Prefix, q.Name, tag, q.Prefix+":"+tag)
 	p.Part = i
 	return p
 }
@@ -191,8 +246,10 @@ func (q Set) Lane(l string) string { return q.base + ":lane:" + l }
 // later calls (see internal/lua/offer.lua): t names the batch.
 func (q Set) Pass(t string) string { return q.base + ":batch:" + t }
 
-func build(name, tag, base string) Set {
+func build(prefix, name, tag, base string) Set {
 	return Set{
+		Prefix:         prefix,
+		Registry:       RegistryOf(prefix),
 		Name:           name,
 		Ready:          base + ":ready",
 		Prio:           base + ":prio",

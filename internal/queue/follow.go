@@ -28,7 +28,8 @@ type FollowOptions struct {
 	Sweep     time.Duration
 	Logger    *slog.Logger
 	Telemetry telemetry.Config
-	Dead      bool // transfer the dead-letter queues too
+	Dead      bool   // transfer the dead-letter queues too
+	Prefix    string // the queues' key prefix ("": the default)
 }
 
 // Follow transfers due items and reclaims expired leases of the named
@@ -48,7 +49,7 @@ func Follow(ctx context.Context, rdb redis.UniversalClient, names []string, o Fo
 	}
 	var ks []keys.Set
 	for _, name := range names {
-		k, err := keys.New(name)
+		k, err := keys.For(o.Prefix, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -118,12 +119,13 @@ func recordedPartitions(ctx context.Context, q *store.Partition, log *slog.Logge
 	}
 }
 
-// Probe opens the queue name as Redis holds it (the inspector): with the
-// number of partitions recorded, and the raw codec; codecName is the codec
-// its consumers announced ("" when unknown). The queue is not found
-// (ErrNotFound) when it is neither registered nor has keys.
-func Probe(ctx context.Context, rdb redis.UniversalClient, name string) (q *Queue, codecName string, err error) {
-	k, err := keys.New(name)
+// Probe opens the queue name under the key prefix ("": the default) as
+// Redis holds it (the inspector): with the number of partitions recorded,
+// and the raw codec; codecName is the codec its consumers announced (""
+// when unknown). The queue is not found (ErrNotFound) when it is neither
+// registered nor has keys.
+func Probe(ctx context.Context, rdb redis.UniversalClient, prefix, name string) (q *Queue, codecName string, err error) {
+	k, err := keys.For(prefix, name)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", err, ErrInvalidArgument)
 	}
@@ -134,14 +136,21 @@ func Probe(ctx context.Context, rdb redis.UniversalClient, name string) (q *Queu
 	if !p.Registered && !p.Stored {
 		return nil, "", fmt.Errorf("no such queue (not in the registry of queues, no keys): %w", ErrNotFound)
 	}
-	q = Open(rdb, name, Config{Codec: codec.Raw(), Partitions: p.Partitions}, nil)
+	q = Open(rdb, name, Config{Codec: codec.Raw(), Partitions: p.Partitions, Prefix: prefix}, nil)
 	q.LayoutKnown() // just read
 	return q, p.Codec, nil
 }
 
-// Queues lists the names of the queues in the registry of rdb's server.
-func Queues(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
-	return store.New(rdb).Queues(ctx)
+// DefaultPrefix starts the keys of a queue opened without a prefix.
+const DefaultPrefix = keys.Prefix
+
+// CheckPrefix says why p cannot be a key prefix.
+func CheckPrefix(p string) error { return keys.ValidatePrefix(p) }
+
+// Queues lists the names of the queues in the registry of rdb's server
+// under the key prefix ("": the default).
+func Queues(ctx context.Context, rdb redis.UniversalClient, prefix string) ([]string, error) {
+	return store.New(rdb).Queues(ctx, prefix)
 }
 
 // Eviction returns the maxmemory-policy of rdb's server (see

@@ -66,6 +66,8 @@ type Config struct {
 	// ReplicaAckSet says WithReplicaAck was given (its arguments are
 	// checked against the client at New).
 	ReplicaAckSet bool
+	// Prefix replaces "redelay" at the start of every key ("": keep it).
+	Prefix string
 }
 
 // Defaults for at-least-once delivery.
@@ -124,7 +126,7 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *part
 	if cfg.MaxEnvelopeVersion == 0 {
 		c.Cfg.MaxEnvelopeVersion = envelope.Version
 	}
-	k, err := keys.New(name)
+	k, err := keys.For(cfg.Prefix, name)
 	c.Keys = k
 	cerr := CheckClient(rdb)
 	switch {

@@ -81,12 +81,12 @@ func (q *Partition) Purge(ctx context.Context, parts ...Part) (int64, error) {
 	return q.c.eval(ctx, lua.Purge, ks, count...).Int64()
 }
 
-// Announce records the queue in the registry of queues (keys.Registry),
+// Announce records the queue in the registry of queues (its keys' Registry),
 // with its codec's name in its meta hash when codec is not empty. Two
 // commands, on different Cluster slots: one round trip per node.
 func (q *Partition) Announce(ctx context.Context, codec string) error {
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, keys.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
+		p.ZAdd(ctx, q.K.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
 		if codec != "" {
 			p.HSet(ctx, q.K.Meta, keys.MetaCodec, codec)
 		}
@@ -95,9 +95,10 @@ func (q *Partition) Announce(ctx context.Context, codec string) error {
 	return err
 }
 
-// Queues returns the names in the registry of queues, in name order.
-func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	names, err := c.rdb.ZRange(ctx, keys.Registry, 0, -1).Result()
+// Queues returns the names in the registry of queues under prefix ("":
+// the default), in name order.
+func (c *Client) Queues(ctx context.Context, prefix string) ([]string, error) {
+	names, err := c.rdb.ZRange(ctx, keys.RegistryOf(prefix), 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}

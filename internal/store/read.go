@@ -305,7 +305,7 @@ func (q *Partition) Find(ctx context.Context, p Part, id string, limit int) (e E
 
 // Presence is what Probe reads of a queue.
 type Presence struct {
-	Registered bool   // in the registry of queues (keys.Registry)
+	Registered bool   // in the registry of queues (keys.Set.Registry)
 	Stored     bool   // at least one of its keys exists
 	Codec      string // its codec's name from its meta hash; "" when none is recorded
 	Partitions int    // its number of partitions from its meta hash; 1 when none is recorded
@@ -321,7 +321,7 @@ func (q *Partition) Probe(ctx context.Context) (Presence, error) {
 	var n *redis.IntCmd
 	var codec, parts *redis.StringCmd
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		reg = p.ZScore(ctx, keys.Registry, k.Name)
+		reg = p.ZScore(ctx, k.Registry, k.Name)
 		n = p.Exists(ctx, k.Delayed, k.Items, k.Seq, k.Retry, k.Ready, k.Prio, k.Leases, k.Inflight,
 			k.Claimed, k.Meta, k.DeadReady, k.Schedules)
 		codec = p.HGet(ctx, k.Meta, keys.MetaCodec)
