@@ -144,6 +144,16 @@ type Stats struct {
 	// again when the reading is a minute old: the Stats call that reads
 	// it makes one more round trip (INFO, on every master of a Cluster).
 	Eviction string
+	// Processed counts the items settled successfully since the queue
+	// was first used: acked (Delivery.Ack, or a handler of Consume that
+	// returned nil) or delivered by Take, Poll and TakeBatch. Failed
+	// counts the failed attempts: Nack, a handler's error or panic, an
+	// item that could not be decoded, an expired lease. Both are counted
+	// by the scripts that settle, once per event even when a call is
+	// resent; their rate per minute over the last 24 hours is in
+	// inspect's History.
+	Processed int64
+	Failed    int64
 }
 
 // Stats reads the queue's counts and timings in one round trip, on the

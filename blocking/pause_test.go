@@ -901,7 +901,8 @@ func TestStatsFields(t *testing.T) {
 		before := time.Now()
 		st = pzStats(t, q)
 		after := time.Now()
-		want := blocking.Stats{Delayed: 2, Retry: 1, Ready: 2, Inflight: 1, Dead: 1, Paused: true, Latency: st.Latency, NextDue: st.NextDue}
+		want := blocking.Stats{Delayed: 2, Retry: 1, Ready: 2, Inflight: 1, Dead: 1, Paused: true, Latency: st.Latency, NextDue: st.NextDue,
+			Failed: 3} // the retry's failed attempt and the dead letter's two
 		if st != want {
 			t.Fatalf("Stats while paused = %+v, want %+v", st, want)
 		}

@@ -35,8 +35,8 @@ func ttlDead(t *testing.T, rdb redis.UniversalClient, name string) []string {
 			t.Errorf("dead letter %s has error %q", it.ID, it.Headers[blocking.HeaderError])
 			continue
 		}
-		if it.Attempt != 0 {
-			t.Errorf("dead letter %s has attempt %d, want 0", it.ID, it.Attempt)
+		if len(it.Errors) == 0 || it.Errors[len(it.Errors)-1] != "expired" || it.DeadAt.IsZero() {
+			t.Errorf("dead letter %s: errors %q, dead at %v; want expired last, and a time", it.ID, it.Errors, it.DeadAt)
 		}
 		// The deadline ended when the item was dead-lettered.
 		if !it.Deadline.IsZero() {

@@ -54,10 +54,13 @@ var fixtureItems = []struct {
 	headers map[string]string
 }{
 	{inspect.Delayed, seedtest.Delayed, 0, map[string]string{"source": "test"}},
-	{inspect.Retry, seedtest.Retry, 1, map[string]string{blocking.HeaderError: "boom"}},
+	{inspect.Retry, seedtest.Retry, 1, map[string]string{blocking.HeaderError: "boom", "redelay-errors": `["boom"]`}},
 	{inspect.Ready, seedtest.Ready, 0, map[string]string{"tenant": "acme"}},
 	{inspect.Inflight, seedtest.Inflight, 1, nil},
-	{inspect.Dead, seedtest.Dead, 0, map[string]string{blocking.HeaderError: "fatal (attempt 2 of 2)"}},
+	{inspect.Dead, seedtest.Dead, 2, map[string]string{
+		blocking.HeaderError: "fatal (attempt 2 of 2)", "redelay-errors": `["first","fatal"]`,
+		"redelay-attempts": "2", "redelay-dead-at": "*", // "*": any time between the fixture's start and end
+	}},
 }
 
 // populate makes a queue with one item in each state (seedtest.EveryState)

@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/redelay/redelay/internal/envelope"
@@ -18,10 +20,18 @@ type Item struct {
 	// Attempt is how many times the item was delivered so far, counting a
 	// delivery under way (as blocking.Item and river count): 0 for an item
 	// never delivered, n for a retry after n failed deliveries, n+1 for an
-	// in-flight item after n. A dead letter counts its deliveries on the
-	// dead-letter queue (0 when it arrives there); the attempts that
-	// brought it there are in the error header.
-	Attempt    int
+	// in-flight item after n, and n for a dead letter dead-lettered after
+	// n deliveries (plus any since on the dead-letter queue).
+	Attempt int
+	// DeadAt is when a dead letter was dead-lettered (Redis server clock,
+	// to the millisecond); zero for other states, and for dead letters
+	// written before this field existed.
+	DeadAt time.Time
+	// Errors are the errors of the item's last failed attempts (at most
+	// the last 10, each cut to 1 KiB), newest last: a handler's error, a
+	// Nack's reason, "lease expired", "expired". Headers[HeaderError]
+	// holds the last one whole. Nil for an item that never failed.
+	Errors     []string
 	EnqueuedAt time.Time // when it was first offered (Redis server clock)
 	// DueAt is when it falls (or fell) due, on the Redis server's clock:
 	// exact to the microsecond for delayed items and retries, to the
@@ -104,11 +114,19 @@ func (v view) item(e iqueue.Entry) Item {
 		it.EnqueuedAt, it.DueAt, it.Priority = env.EnqueuedAt, env.DueAt, env.Priority()
 		it.Deadline, _ = env.Deadline()
 		it.Value, it.DecodeError = v.decode(env.Payload)
+		it.Errors = errorsOf(env.Headers)
 	}
 	switch v.state {
 	case Delayed, Retry:
 		if e.Score > 0 {
 			it.DueAt = time.UnixMicro(e.Score) // the exact score
+		}
+	case Dead:
+		if ms, err := strconv.ParseInt(it.Headers[envelope.HeaderDeadAt], 10, 64); err == nil && ms > 0 {
+			it.DeadAt = time.UnixMilli(ms)
+		}
+		if n, err := strconv.Atoi(it.Headers[envelope.HeaderAttempts]); err == nil && n > 0 {
+			it.Attempt += n // the deliveries before it died, then its own on the dead letters
 		}
 	case Inflight:
 		it.Attempt++ // the delivery under way
@@ -118,4 +136,20 @@ func (v view) item(e iqueue.Entry) Item {
 		}
 	}
 	return it
+}
+
+// errorsOf reads an item's last errors from its headers: the list the
+// scripts keep, else the last failure alone (items written before the list
+// existed); nil when it never failed.
+func errorsOf(h map[string]string) []string {
+	if raw, ok := h[envelope.HeaderErrors]; ok {
+		var list []string
+		if json.Unmarshal([]byte(raw), &list) == nil && len(list) > 0 {
+			return list
+		}
+	}
+	if last, ok := h[envelope.HeaderError]; ok {
+		return []string{last}
+	}
+	return nil
 }

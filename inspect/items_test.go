@@ -2,7 +2,9 @@ package inspect_test
 
 import (
 	"context"
+	"maps"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -65,7 +67,16 @@ func checkItem(t *testing.T, f *fixture, it inspect.Item, st inspect.State, id s
 	if it.ID != id || it.State != st || it.Attempt != attempt {
 		t.Errorf("%s: ID %q, State %s, Attempt %d; want %q, %s, %d", id, it.ID, it.State, it.Attempt, id, st, attempt)
 	}
-	if len(it.Headers) != len(headers) || (len(headers) > 0 && !reflect.DeepEqual(it.Headers, headers)) {
+	got := maps.Clone(it.Headers)
+	if headers["redelay-dead-at"] == "*" {
+		if !within(it.DeadAt, f.start, f.end, slack) || got["redelay-dead-at"] != strconv.FormatInt(it.DeadAt.UnixMilli(), 10) {
+			t.Errorf("%s: DeadAt %v (header %q) not within %v..%v", id, it.DeadAt, got["redelay-dead-at"], f.start, f.end)
+		}
+		got["redelay-dead-at"] = "*"
+	} else if !it.DeadAt.IsZero() {
+		t.Errorf("%s: DeadAt %v, want none", id, it.DeadAt)
+	}
+	if len(got) != len(headers) || (len(headers) > 0 && !reflect.DeepEqual(got, headers)) {
 		t.Errorf("%s: Headers %v, want %v", id, it.Headers, headers)
 	}
 	if it.DecodeError != "" || len(it.Payload) == 0 {

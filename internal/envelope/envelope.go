@@ -31,10 +31,12 @@ package envelope
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -59,6 +61,20 @@ const (
 // HeaderError is the header holding the last failure of an item: the error
 // a handler returned, or why it was dead-lettered.
 const HeaderError = "redelay-error"
+
+// The story of a failing item, written by the scripts that settle
+// (story() in internal/lua/prelude.lua):
+// HeaderErrors is a JSON array of the errors of its last ErrorsKept failed
+// attempts, newest last, each cut to ErrorMax bytes; HeaderDeadAt is when
+// it was dead-lettered (Unix ms, Redis server clock), and HeaderAttempts
+// after how many deliveries.
+const (
+	HeaderErrors   = "redelay-errors"
+	HeaderDeadAt   = "redelay-dead-at"
+	HeaderAttempts = "redelay-attempts"
+	ErrorsKept     = 10
+	ErrorMax       = 1024
+)
 
 // ExtPriority is the extension tag of an item's priority: one byte,
 // 1..MaxPriority. An envelope without it (every version 1 envelope) has
@@ -372,15 +388,24 @@ func PeekID(b []byte) (string, error) {
 // and keeps everything after the headers as it is. ok is false, and raw
 // comes back unchanged, when raw is not a readable envelope.
 func WithHeader(raw []byte, key, value string) (out []byte, id string, ok bool) {
+	return withHeaders(raw, func(h map[string]string) { h[key] = value })
+}
+
+// withHeaders is WithHeader for the changes set makes to the headers.
+func withHeaders(raw []byte, set func(h map[string]string)) (out []byte, id string, ok bool) {
 	var e Envelope
 	rest, err := e.readPrefix(raw)
 	if err != nil {
 		return raw, "", false
 	}
-	h := make(map[string]string, len(e.Headers)+1)
+	h := make(map[string]string, len(e.Headers)+4)
 	maps.Copy(h, e.Headers)
-	h[key] = value
-	b := make([]byte, HeaderLen, len(raw)+len(key)+len(value)+2*binary.MaxVarintLen64)
+	set(h)
+	size := len(raw)
+	for k, v := range h {
+		size += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	b := make([]byte, HeaderLen, size)
 	copy(b, raw[:HeaderLen])
 	b = appendString(b, e.ID)
 	b = binary.AppendUvarint(b, uint64(len(h)))
@@ -391,12 +416,35 @@ func WithHeader(raw []byte, key, value string) (out []byte, id string, ok bool) 
 	return append(b, rest...), e.ID, true
 }
 
-// WithError returns raw with HeaderError set to reason, and the item's ID.
-// Bytes that are not a readable envelope come back unchanged, with no ID:
-// they are kept as they are for inspection.
-func WithError(raw []byte, reason string) (out []byte, id string) {
-	out, id, _ = WithHeader(raw, HeaderError, reason)
-	return out, id
+// DeadLetter returns raw as a dead letter, as the scripts write one
+// (S.dead_letter in internal/lua/prelude.lua): failure err added to its
+// last errors (HeaderErrors) and set as its last failure (HeaderError),
+// dead-lettered at at after deliveries deliveries, without its deadline,
+// its attempt counter at 0. Bytes that are not a readable envelope come
+// back unchanged.
+func DeadLetter(raw []byte, err string, deliveries int, at time.Time) []byte {
+	out, _, ok := withHeaders(raw, func(h map[string]string) {
+		var list []string
+		if json.Unmarshal([]byte(h[HeaderErrors]), &list) != nil {
+			list = nil
+		}
+		if len(list) >= ErrorsKept {
+			list = list[len(list)-ErrorsKept+1:]
+		}
+		e := err
+		if len(e) > ErrorMax {
+			e = e[:ErrorMax]
+		}
+		b, _ := json.Marshal(append(list, e)) // strings always marshal
+		h[HeaderErrors] = string(b)
+		h[HeaderError] = err
+		h[HeaderDeadAt] = strconv.FormatInt(at.UnixMilli(), 10)
+		h[HeaderAttempts] = strconv.Itoa(deliveries)
+	})
+	if !ok {
+		return raw
+	}
+	return WithAttempt(WithoutDeadline(out), 0)
 }
 
 func appendString(b []byte, s string) []byte {

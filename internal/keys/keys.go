@@ -15,7 +15,10 @@
 //	redelay:{N}:inflight      HASH   lease token -> envelope of a received item
 //	redelay:{N}:claimed       LIST   items a waiting consumer popped, not yet leased or taken
 //	redelay:{N}:claimed:seen  HASH   envelope in claimed -> when the reclaimer first saw it (ms)
-//	redelay:{N}:meta          HASH   what every process shares: max_attempts, paused, codec
+//	redelay:{N}:meta          HASH   what every process shares: max_attempts, paused, codec;
+//	                                 processed, failed (totals of settled items)
+//	redelay:{N}:history       HASH   '<minute>p' / '<minute>f' -> items processed / failed in
+//	                                 that minute (Unix ms / 60000), the last 24 h (expires)
 //	redelay:{N}:schedules     HASH   recurring schedule name -> its state (JSON: spec, next, last, missed)
 //	redelay:{N}:schedules:values HASH schedule name -> the envelope its ticks carry (ID left empty)
 //	redelay:{N}:schedules:due ZSET   schedule name -> when its next tick must be materialized (Unix ms)
@@ -134,6 +137,7 @@ type Set struct {
 	Claimed  string
 	Seen     string
 	Meta     string
+	History  string // processed and failed per minute
 	Rate     string // WithRateLimit's next start
 	Slots    string // WithGlobalConcurrency's wake-ups
 	// Schedules holds the recurring schedules: name -> JSON state;
@@ -262,6 +266,7 @@ func build(prefix, name, tag, base string) Set {
 		Claimed:        base + ":claimed",
 		Seen:           base + ":claimed:seen",
 		Meta:           base + ":meta",
+		History:        base + ":history",
 		Rate:           base + ":rate",
 		Slots:          base + ":slots",
 		Schedules:      base + ":schedules",

@@ -74,6 +74,10 @@ var (
 	partitionsSrc string
 	//go:embed schedule_park.lua
 	scheduleParkSrc string
+	//go:embed ack.lua
+	ackSrc string
+	//go:embed confirm.lua
+	confirmSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -107,6 +111,8 @@ var (
 	ScheduleRemove  = redis.NewScript(compose(scheduleRemoveSrc))  // schedule_remove.lua
 	Partitions      = redis.NewScript(compose(partitionsSrc))      // partitions.lua
 	SchedulePark    = redis.NewScript(compose(scheduleParkSrc))    // schedule_park.lua
+	Ack             = redis.NewScript(compose(ackSrc))             // ack.lua
+	Confirm         = redis.NewScript(compose(confirmSrc))         // confirm.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.

@@ -418,6 +418,95 @@ local function without_deadline(env)
   return extra().without_deadline(env)
 end
 
+-- story returns the functions that write the story of a failing item
+-- (S.with_failure, S.dead_letter), defined on first use: only the scripts
+-- that settle failures name it, and they pay for it only when one fails.
+local story_fns
+local function story()
+  if story_fns then
+    return story_fns
+  end
+  local S = {}
+  -- The story of a failing item, in its headers (envelope.HeaderErrors
+  -- and the next two): the error of each of its last ERRORS_KEPT failed
+  -- attempts (a JSON array of strings, newest last, each cut to
+  -- ERROR_MAX bytes), and, once dead-lettered, when (Unix ms, server
+  -- clock) and after how many deliveries. HEADER_ERROR keeps the last
+  -- failure whole.
+  local HEADER_ERRORS = 'redelay-errors'
+  local HEADER_DEAD_AT = 'redelay-dead-at'
+  local HEADER_ATTEMPTS = 'redelay-attempts'
+  local ERRORS_KEPT = 10
+  local ERROR_MAX = 1024
+
+  -- header_value returns the value of header key in env, nil when absent
+  -- or unreadable.
+  local function header_value(env, key)
+    local idlen, pos = read_uvarint(env, ENV_HEADER + 1)
+    if not idlen then
+      return nil
+    end
+    local count, p = read_uvarint(env, pos + idlen)
+    if not count then
+      return nil
+    end
+    for _ = 1, count do
+      local kl, q = read_uvarint(env, p)
+      if not kl then
+        return nil
+      end
+      local vl, r = read_uvarint(env, q + kl)
+      if not vl or r + vl - 1 > #env then
+        return nil
+      end
+      if string.sub(env, q, q + kl - 1) == key then
+        return string.sub(env, r, r + vl - 1)
+      end
+      p = r + vl
+    end
+    return nil
+  end
+
+  -- S.with_failure returns env with the failure err added to its last
+  -- errors, and last (err, or err with which attempt it was) as its last
+  -- failure. Bytes that are no envelope come back as they are.
+  function S.with_failure(env, err, last)
+    if not is_envelope(env) then
+      return env
+    end
+    local list = {}
+    local old = header_value(env, HEADER_ERRORS)
+    if old then
+      local ok, v = pcall(cjson.decode, old)
+      if ok and type(v) == 'table' then
+        for i = math.max(1, #v - ERRORS_KEPT + 2), #v do
+          if type(v[i]) == 'string' then
+            list[#list + 1] = v[i]
+          end
+        end
+      end
+    end
+    list[#list + 1] = string.sub(err, 1, ERROR_MAX)
+    return with_header(with_header(env, HEADER_ERROR, last), HEADER_ERRORS, cjson.encode(list))
+  end
+
+  -- S.dead_letter returns env as a dead letter: its failure err recorded
+  -- (S.with_failure), when it died, after how many deliveries, without
+  -- its deadline, and its attempt counter at 0 (the dead-letter queue
+  -- counts its own deliveries).
+  function S.dead_letter(env, err, last, deliveries)
+    if not is_envelope(env) then
+      return env
+    end
+    env = with_header(S.with_failure(env, err, last), HEADER_DEAD_AT, tostring(now_ms()))
+    env = with_header(env, HEADER_ATTEMPTS, tostring(deliveries))
+    return with_attempt(without_deadline(env), 0)
+  end
+
+  story_fns = S
+  return S
+end
+
 -- Priorities (docs/decisions.md "Priorities"). An item of priority 0 (the
 -- default) goes to the ready list as always; an item of priority 1..9 (an
 -- envelope extension, tag PRIO_TAG, one byte) goes to the queue's priority
@@ -779,4 +868,48 @@ local function take_ready(kReady, kPrio, n, marked)
     redis.call('RPUSH', kReady, unpack(back))
   end
   return prio().take(kReady, kPrio, n, out, card)
+end
+
+-- What was settled, counted (blocking.Stats.Processed and Failed, and
+-- inspect's History): the queue's meta hash keeps the totals, its history
+-- hash one field per minute and kind ('<minute>p' processed, '<minute>f'
+-- failed; minute = Unix ms / 60000, server clock). The first count of a
+-- minute drops the fields older than HISTORY_MINUTES and makes the hash
+-- expire an hour after that window, so a queue keeps at most a day of
+-- minutes (2,880 fields), and nothing once idle for longer.
+local HISTORY_MINUTES = 1440
+
+-- count_check reads the keys count_settled writes, before a script's first
+-- write: a key of another type fails the call while it has changed nothing.
+local function count_check(kMeta, kHist)
+  redis.call('HLEN', kMeta)
+  redis.call('HLEN', kHist)
+end
+
+-- count_settled counts n items settled as kind: 'p' processed (acked, or
+-- delivered by Take), 'f' failed (a failed attempt).
+local function count_settled(kMeta, kHist, kind, n)
+  if n <= 0 then
+    return
+  end
+  if kind == 'p' then
+    redis.call('HINCRBY', kMeta, 'processed', n)
+  else
+    redis.call('HINCRBY', kMeta, 'failed', n)
+  end
+  local minute = math.floor(now_ms() / 60000)
+  if redis.call('HINCRBY', kHist, minute .. kind, n) ~= n then
+    return
+  end
+  local old = {}
+  for _, f in ipairs(redis.call('HKEYS', kHist)) do
+    local m = tonumber(string.sub(f, 1, -2))
+    if not m or m <= minute - HISTORY_MINUTES then
+      old[#old + 1] = f
+    end
+  end
+  for i = 1, #old, 1000 do
+    redis.call('HDEL', kHist, unpack(old, i, math.min(i + 999, #old)))
+  end
+  redis.call('PEXPIRE', kHist, (HISTORY_MINUTES + 60) * 60000)
 end

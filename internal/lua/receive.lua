@@ -149,7 +149,7 @@ local n = 0
 for i = 1, #envs do
   local env = envs[i]
   if deadlines and expired(env, now) then
-    dead[#dead + 1] = with_attempt(with_header(without_deadline(env), HEADER_ERROR, 'expired'), 0)
+    dead[#dead + 1] = story().dead_letter(env, 'expired', 'expired', attempt_of(env))
     out[#out + 1] = '!'
     out[#out + 1] = envelope_id(env) or ''
   elseif is_envelope(env) then

@@ -3,7 +3,9 @@
 -- counted in the envelope's attempt counter. Items that used up their
 -- attempts (max_attempts in the meta hash, or ARGV[2] when none is
 -- recorded or it is no positive integer) go to the dead letters instead,
--- the reason in their error header, without their deadline. An in-flight
+-- the reason in their error header, without their deadline
+-- (story().dead_letter). Each expired lease counts as a failed attempt, its
+-- error added to the item's last errors (count_settled). An in-flight
 -- entry that is no envelope at all (see is_envelope) goes to the dead
 -- letters as it is, as in receive.lua.
 --
@@ -26,6 +28,7 @@
 -- KEYS[7] -> redelay:{q}:dead:ready    LIST
 -- KEYS[8] -> redelay:{q}:prio          ZSET  ready items of priority 1..9 (ready_push)
 -- KEYS[9] -> redelay:{q}:seq           STRING counter (seq_check)
+-- KEYS[10] -> redelay:{q}:history      HASH  failed per minute (count_settled)
 -- ARGV[1] -> batch limit
 -- ARGV[2] -> max attempts when the meta hash has none
 -- ARGV[3] -> how long an item stays in the claimed list before it is given back, ms
@@ -46,13 +49,14 @@ local seen = redis.call('HGETALL', KEYS[6])
 ready_check(KEYS[3], KEYS[8])
 redis.call('LLEN', KEYS[7])
 seq_check(KEYS[9])
+count_check(KEYS[4], KEYS[10])
 local envs = {}
 if #tokens > 0 then
   envs = redis.call('HMGET', KEYS[2], unpack(tokens))
 end
 
 local out = {0, -1, now, max, 0, 0}
-local back, held, dead = {}, {}, {}
+local back, held, dead, failed = {}, {}, {}, 0
 for i = 1, #tokens do
   local token, env = tokens[i], envs[i]
   if env then
@@ -62,12 +66,13 @@ for i = 1, #tokens do
       out[#out + 1] = ''
     else
       local attempt = attempt_of(env) + 1
+      failed = failed + 1
       if attempt >= max then
-        dead[#dead + 1] = with_attempt(with_header(without_deadline(env), HEADER_ERROR,
-          'lease expired on attempt ' .. attempt .. ' of ' .. max), 0)
+        local why = 'lease expired on attempt ' .. attempt .. ' of ' .. max
+        dead[#dead + 1] = story().dead_letter(env, 'lease expired', why, attempt)
         out[#out + 1] = envelope_id(env) or ''
       else
-        back[#back + 1] = with_attempt(env, attempt)
+        back[#back + 1] = with_attempt(story().with_failure(env, 'lease expired', 'lease expired'), attempt)
       end
     end
   end
@@ -78,6 +83,7 @@ end
 if #tokens > 0 then
   redis.call('ZREM', KEYS[1], unpack(tokens))
 end
+count_settled(KEYS[4], KEYS[10], 'f', failed)
 -- Pushed to the head newest-first, so the longest-leased is received first.
 if #back > 0 then
   local rev = {}

@@ -5,9 +5,11 @@
 -- delivery (ARGV[5]) is the queue's last allowed attempt: max_attempts in
 -- the queue's meta hash, which every process shares, or ARGV[7] when no
 -- process has recorded one (or it is no positive integer). The failure
--- (ARGV[3]) goes into the envelope's error header; a dead letter's says
--- which attempt of how many it was, and a dead letter has no deadline
--- (blocking.WithTTL: it ends when the item is dead-lettered).
+-- (ARGV[3]) goes into the envelope's error header and its last errors; a
+-- dead letter's error header says which attempt of how many it was, its
+-- headers when it died and after how many deliveries (story().dead_letter), and
+-- it has no deadline (blocking.WithTTL: it ends when the item is
+-- dead-lettered). A settled failure counts as failed (count_settled).
 --
 -- With a lease token, the lease is settled: nothing changes when it is gone
 -- (a second run after a lost reply, or a lease the reclaimer took back).
@@ -26,6 +28,7 @@
 -- KEYS[7] -> redelay:{q}:meta       HASH  max_attempts
 -- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
 -- KEYS[9] -> redelay:{q}:seq        STRING counter (seq_check)
+-- KEYS[10] -> redelay:{q}:history   HASH  failed per minute (count_settled)
 -- ARGV[1] -> lease token, or '' for an item that is not leased
 -- ARGV[2] -> the envelope, for an item that is not leased ('' otherwise)
 -- ARGV[3] -> the failure, for the error header
@@ -54,6 +57,7 @@ redis.call('ZCARD', KEYS[1])
 ready_check(KEYS[5], KEYS[8])
 redis.call('LLEN', KEYS[6])
 seq_check(KEYS[9])
+count_check(KEYS[7], KEYS[10])
 local attempt = tonumber(ARGV[5])
 local dead = ARGV[9] == 'dead' or attempt >= max
 local head = math.huge
@@ -65,6 +69,7 @@ if token ~= '' then
   redis.call('HDEL', KEYS[2], token)
   redis.call('ZREM', KEYS[1], token)
 end
+count_settled(KEYS[7], KEYS[10], 'f', 1)
 if dead then
   local why = ARGV[3]
   if ARGV[9] ~= 'dead' then
@@ -73,13 +78,13 @@ if dead then
   -- The dead-letter queue counts its own deliveries; the failure that
   -- brought the item here is in its headers. A dead letter has no
   -- deadline.
-  redis.call('LPUSH', KEYS[6], with_attempt(with_header(without_deadline(env), HEADER_ERROR, why), 0))
+  redis.call('LPUSH', KEYS[6], story().dead_letter(env, ARGV[3], why, attempt))
   return {3, max}
 end
 
 local us = now_us()
 local due_us = us + tonumber(ARGV[4])
-env = with_due(with_attempt(with_header(env, HEADER_ERROR, ARGV[3]), attempt), math.floor(due_us / 1000))
+env = with_due(with_attempt(story().with_failure(env, ARGV[3], ARGV[3]), attempt), math.floor(due_us / 1000))
 if due_us <= us and head > due_us then
   ready_push(KEYS[5], KEYS[8], KEYS[9], {env}, false)
   return {2, max}

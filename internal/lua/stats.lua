@@ -8,7 +8,7 @@
 -- KEYS[4] -> redelay:{q}:inflight   HASH
 -- KEYS[5] -> redelay:{q}:claimed    LIST  items being handed to a consumer
 -- KEYS[6] -> redelay:{q}:dead:ready LIST
--- KEYS[7] -> redelay:{q}:meta       HASH  paused
+-- KEYS[7] -> redelay:{q}:meta       HASH  paused, processed, failed
 -- KEYS[8] -> redelay:{q}:prio       ZSET  ready items of priority 1..9
 -- KEYS[9] -> redelay:{q}:dead:prio  ZSET  dead letters of priority the
 --                                         dead-letter queue gave back
@@ -17,7 +17,7 @@
 --   inflight (leased + claimed), dead (the dead-letter queue's ready items,
 --   counted as X.ready_len counts),
 --   paused 0|1, due ms of the oldest ready item or -1, next due µs or -1,
---   server now µs}
+--   server now µs, processed, failed (count_settled's totals)}
 local us = now_us()
 local oldest = -1
 local function consider(env)
@@ -52,8 +52,9 @@ local next_due = head_due(KEYS[1], KEYS[2])
 if next_due == math.huge then
   next_due = -1
 end
+local meta = redis.call('HMGET', KEYS[7], 'paused', 'processed', 'failed')
 local paused = 0
-if redis.call('HEXISTS', KEYS[7], 'paused') == 1 then
+if meta[1] then
   paused = 1
 end
 return {
@@ -66,4 +67,6 @@ return {
   oldest,
   next_due,
   us,
+  tonumber(meta[2]) or 0,
+  tonumber(meta[3]) or 0,
 }

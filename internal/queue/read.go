@@ -20,6 +20,7 @@ type Stats struct {
 	Latency                               time.Duration
 	NextDue                               time.Time
 	Eviction                              string
+	Processed, Failed                     int64
 }
 
 // Stats reads every part's stats at once (one script call each) and sums
@@ -37,6 +38,8 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		s.Inflight += st.Inflight
 		s.Dead += st.Dead
 		s.Paused = s.Paused || st.Paused
+		s.Processed += st.Processed
+		s.Failed += st.Failed
 		s.Latency = max(s.Latency, st.Latency())
 		if st.NextDueUs >= 0 {
 			if due := time.UnixMicro(st.NextDueUs); s.NextDue.IsZero() || due.Before(s.NextDue) {
@@ -309,4 +312,50 @@ func (q *Queue) Contains(ctx context.Context, id string) (bool, error) {
 func (q *Queue) Now(ctx context.Context) (time.Time, error) {
 	c := q.parts[0]
 	return Call(ctx, c, c.Store.Client().Now, nil)
+}
+
+// Sample is one minute of a queue's history: the items processed and the
+// attempts failed in the minute that starts at At.
+type Sample struct {
+	At                time.Time
+	Processed, Failed int64
+}
+
+// HistoryWindow is how far back History reaches: what the scripts keep.
+const HistoryWindow = 24 * time.Hour
+
+// History returns one Sample per minute, oldest first, from the minute of
+// since (no earlier than HistoryWindow before the server's clock) to the
+// current minute, summed over the parts; minutes without a count are
+// zero.
+func (q *Queue) History(ctx context.Context, since time.Time) ([]Sample, error) {
+	now, err := q.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := perPart(ctx, q, "history", func(p *part) (map[int64][2]int64, error) {
+		return Call(ctx, p, p.Store.History, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	last := now.UnixMilli() / 60000
+	first := max(since.UnixMilli()/60000, last-int64(HistoryWindow/time.Minute)+1)
+	if since.UnixMilli() < 0 {
+		first = last - int64(HistoryWindow/time.Minute) + 1
+	}
+	if first > last {
+		return []Sample{}, nil
+	}
+	out := make([]Sample, 0, last-first+1)
+	for m := first; m <= last; m++ {
+		s := Sample{At: time.UnixMilli(m * 60000).UTC()}
+		for _, h := range all {
+			c := h[m]
+			s.Processed += c[0]
+			s.Failed += c[1]
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -325,8 +325,7 @@ func (c *part) giveBack(raw []byte, err error) {
 // dead letters, with the error "expired" and without its deadline.
 func (c *part) expireTaken(ctx context.Context, raw []byte, id string) {
 	ctx = context.WithoutCancel(ctx)
-	withErr, _ := envelope.WithError(envelope.WithoutDeadline(raw), "expired")
-	dead := envelope.WithAttempt(withErr, 0)
+	dead := envelope.DeadLetter(raw, "expired", envelope.Attempt(raw), time.Now())
 	if _, err := Call(ctx, c, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, c.Store.DeadLetter(ctx, dead)
 	}, nil); err != nil {

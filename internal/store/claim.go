@@ -23,27 +23,10 @@ import (
 const ClaimedHold = 30 * time.Second
 
 // Pop removes and returns the next ready item without blocking: the
-// oldest of the highest priority; nil when none. go-redis does not resend
-// it: a resent pop would take a second item while the first one's reply is
-// lost.
-//
-// A queue whose items all have priority 0 is popped with one RPOP. Once it
-// meets the priority marker (the ready list's tail whenever the priority
-// set holds items), q pops with pop.lua for good.
+// oldest of the highest priority; nil when none. It counts as processed
+// (pop.lua). go-redis does not resend it: a resent pop would take a second
+// item while the first one's reply is lost.
 func (q *Partition) Pop(ctx context.Context) ([]byte, error) {
-	if !q.prio.Load() {
-		b, err := q.c.do(ctx, false, "rpop", q.K.Ready).Text()
-		if errors.Is(err, redis.Nil) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if b != marker {
-			return []byte(b), nil
-		}
-		q.prio.Store(true)
-	}
 	envs, err := q.popScript(ctx, 1, "")
 	if err != nil || len(envs) == 0 {
 		return nil, err
@@ -55,7 +38,6 @@ func (q *Partition) Pop(ctx context.Context) ([]byte, error) {
 // the priority marker (the marker leaves the claimed list): nil when none
 // is left. Not resent, like Pop.
 func (q *Partition) TakeMarked(ctx context.Context) ([]byte, error) {
-	q.prio.Store(true)
 	envs, err := q.popScript(ctx, 1, marker)
 	if err != nil || len(envs) == 0 {
 		return nil, err
@@ -66,7 +48,11 @@ func (q *Partition) TakeMarked(ctx context.Context) ([]byte, error) {
 // popScript runs pop.lua without resends.
 func (q *Partition) popScript(ctx context.Context, n int, claimed string) ([][]byte, error) {
 	k := q.K
-	vals, err := q.c.evalOnce(ctx, lua.Pop, []string{k.Ready, k.Prio, k.Claimed}, n, claimed).StringSlice()
+	deadlines := 1
+	if q.dead {
+		deadlines = 0
+	}
+	vals, err := q.c.evalOnce(ctx, lua.Pop, []string{k.Ready, k.Prio, k.Claimed, k.Meta, k.History}, n, claimed, deadlines).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -111,7 +97,8 @@ func (q *Partition) WaitClaim(ctx context.Context, block time.Duration) ([]byte,
 // "already taken by my first send" from "given back by the reclaimer" by
 // how long ago it claimed the item (see ClaimedHold).
 func (q *Partition) Confirm(ctx context.Context, env []byte) (bool, error) {
-	n, err := q.c.do(ctx, true, "lrem", q.K.Claimed, 1, env).Int64()
+	k := q.K
+	n, err := q.c.eval(ctx, lua.Confirm, []string{k.Claimed, k.Meta, k.History}, env).Int64()
 	return n == 1, err
 }
 
@@ -145,39 +132,5 @@ func (q *Partition) DeadLetter(ctx context.Context, raw []byte) error {
 // blocking, in take order (see Pop); nil when none. Not resent by go-redis,
 // like Pop.
 func (q *Partition) PopN(ctx context.Context, n int) ([][]byte, error) {
-	if q.prio.Load() {
-		return q.popScript(ctx, n, "")
-	}
-	vals, err := q.c.do(ctx, false, "rpop", q.K.Ready, n).StringSlice()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, 0, len(vals))
-	for i, v := range vals {
-		if v != marker {
-			out = append(out, []byte(v))
-			continue
-		}
-		// The priority set holds items that come before the rest of vals:
-		// those go back first in line, and pops go through pop.lua.
-		q.prio.Store(true)
-		var back [][]byte
-		for _, w := range vals[i+1:] {
-			if w != marker {
-				back = append(back, []byte(w))
-			}
-		}
-		if err := q.PushBack(ctx, back...); err != nil {
-			// Better out of order than lost: the caller gets them all.
-			return append(out, back...), nil
-		}
-		if len(out) == 0 {
-			return q.popScript(ctx, n, "")
-		}
-		return out, nil
-	}
-	return out, nil
+	return q.popScript(ctx, n, "")
 }

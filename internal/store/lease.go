@@ -161,63 +161,24 @@ func (q *Partition) Lease(ctx context.Context, vis time.Duration, max int, prefi
 // when it does not confirm the acks, each token's result comes with an
 // error wrapping ErrNotReplicated.
 func (q *Partition) Ack(ctx context.Context, tokens []string) ([]bool, []error) {
-	if q.ack != nil {
-		return q.ackReplicated(ctx, tokens)
-	}
 	k := q.K
-	dels := make([]*redis.IntCmd, len(tokens))
-	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, t := range tokens {
-			dels[i] = p.HDel(ctx, k.Inflight, t)
-			p.ZRem(ctx, k.Leases, t)
-		}
-		return nil
-	})
+	args := make([]any, len(tokens))
+	for i, t := range tokens {
+		args[i] = t
+	}
+	cmd, werr := q.write(ctx, lua.Ack, []string{k.Leases, k.Inflight, k.Meta, k.History}, args...)
+	res, err := cmd.Int64Slice()
 	held := make([]bool, len(tokens))
 	errs := make([]error, len(tokens))
-	for i, d := range dels {
-		switch {
-		case d.Err() != nil:
-			errs[i] = d.Err()
-		case err != nil && d.Val() == 0:
-			errs[i] = err
-		default:
-			held[i] = d.Val() == 1
-		}
-	}
-	return held, errs
-}
-
-// ackReplicated is Ack followed by WAIT on the same connection.
-func (q *Partition) ackReplicated(ctx context.Context, tokens []string) ([]bool, []error) {
-	k := q.K
-	dels := make([]*redis.IntCmd, len(tokens))
-	var wait *redis.IntCmd
-	err := q.pipelineOnMaster(ctx, k.Inflight, func(p redis.Pipeliner, _ bool) []redis.Cmder {
-		check := make([]redis.Cmder, len(tokens))
-		for i, t := range tokens {
-			dels[i] = p.HDel(ctx, k.Inflight, t)
-			check[i] = dels[i]
-			p.ZRem(ctx, k.Leases, t)
-		}
-		wait = q.ack.send(ctx, p)
-		return check
-	})
-	held := make([]bool, len(tokens))
-	errs := make([]error, len(tokens))
-	var werr error
-	if err == nil {
-		werr = q.ack.check(wait)
-	}
-	for i, d := range dels {
+	for i := range tokens {
 		switch {
 		case err != nil:
 			errs[i] = err
-		case d.Err() != nil:
-			errs[i] = d.Err()
-		default:
-			held[i] = d.Val() == 1
+		case i < len(res):
+			held[i] = res[i] == 1
 			errs[i] = werr
+		default:
+			errs[i] = fmt.Errorf("ack reply of %d results for %d tokens", len(res), len(tokens))
 		}
 	}
 	return held, errs
@@ -249,7 +210,7 @@ func (q *Partition) Settle(ctx context.Context, s Settle) (outcome SettleOutcome
 		env = []byte{}
 	}
 	cmd, werr := q.write(ctx, lua.Settle,
-		[]string{k.Leases, k.Inflight, k.Retry, k.Delayed, k.Ready, k.DeadReady, k.Meta, k.Prio, k.Seq},
+		[]string{k.Leases, k.Inflight, k.Retry, k.Delayed, k.Ready, k.DeadReady, k.Meta, k.Prio, k.Seq, k.History},
 		s.Token, env, s.Reason, s.Delay.Microseconds(), s.Attempt, k.Wake, s.MaxAttempts, s.Nonce, mode)
 	res, err := cmd.Int64Slice()
 	if err != nil {

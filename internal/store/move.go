@@ -54,7 +54,7 @@ type Reclaimed struct {
 func (q *Partition) Reclaim(ctx context.Context, batch, fallbackMax int) (Reclaimed, error) {
 	k := q.K
 	res, err := q.c.eval(ctx, lua.Reclaim,
-		[]string{k.Leases, k.Inflight, k.Ready, k.Meta, k.Claimed, k.Seen, k.DeadReady, k.Prio, k.Seq},
+		[]string{k.Leases, k.Inflight, k.Ready, k.Meta, k.Claimed, k.Seen, k.DeadReady, k.Prio, k.Seq, k.History},
 		batch, fallbackMax, ClaimedHold.Milliseconds()).Slice()
 	if err != nil {
 		return Reclaimed{}, err

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,9 +17,6 @@ import (
 type Partition struct {
 	c *Client
 	K keys.Set
-	// prio: this process has seen the queue's priority marker, so its
-	// pops go through pop.lua (see Pop).
-	prio atomic.Bool
 	// ack: offers, acks and settlements wait for replicas (SetReplicaAck);
 	// nil: they do not, and cost nothing more.
 	ack *replicaAck

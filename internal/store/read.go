@@ -225,6 +225,7 @@ type Stats struct {
 	OldestReadyDueMs                      int64 // -1 when none
 	NextDueUs                             int64 // -1 when none
 	NowUs                                 int64
+	Processed, Failed                     int64 // totals settled (count_settled)
 }
 
 // Latency is how long the oldest ready item has waited since it fell due,
@@ -253,12 +254,13 @@ func (q *Partition) statsKeys() []string {
 
 // statsOf reads the reply of stats.lua.
 func statsOf(res []int64) (Stats, error) {
-	if len(res) != 9 {
+	if len(res) != 11 {
 		return Stats{}, fmt.Errorf("unexpected stats reply %v", res)
 	}
 	return Stats{
 		Delayed: res[0], Retry: res[1], Ready: res[2], Inflight: res[3], Dead: res[4],
 		Paused: res[5] == 1, OldestReadyDueMs: res[6], NextDueUs: res[7], NowUs: res[8],
+		Processed: res[9], Failed: res[10],
 	}, nil
 }
 
@@ -345,4 +347,36 @@ func (q *Partition) Probe(ctx context.Context) (Presence, error) {
 		pr.Partitions = v
 	}
 	return pr, nil
+}
+
+// History reads the queue's counts per minute (count_settled in
+// prelude.lua): Unix minute -> items processed and failed in it. At most
+// a day of minutes is kept: one HGETALL of up to 2,880 fields.
+func (q *Partition) History(ctx context.Context) (map[int64][2]int64, error) {
+	fields, err := q.c.rdb.HGetAll(ctx, q.K.History).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64][2]int64, len(fields)/2)
+	for f, v := range fields {
+		if len(f) < 2 {
+			continue
+		}
+		minute, err1 := strconv.ParseInt(f[:len(f)-1], 10, 64)
+		n, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil {
+			continue // a foreign field: not ours to read
+		}
+		c := out[minute]
+		switch f[len(f)-1] {
+		case 'p':
+			c[0] += n
+		case 'f':
+			c[1] += n
+		default:
+			continue
+		}
+		out[minute] = c
+	}
+	return out, nil
 }

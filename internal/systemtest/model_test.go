@@ -1713,7 +1713,7 @@ func (s *modelMachine) checkKeys(t *rapid.T, st *modelStored) {
 	known := map[string]bool{
 		k.Ready: true, k.Delayed: true, k.Items: true, k.Seq: true, k.Retry: true,
 		k.Leases: true, k.Inflight: true, k.Claimed: true, k.Seen: true, k.Meta: true,
-		k.DeadReady: true, k.Dead().Meta: true,
+		k.DeadReady: true, k.Dead().Meta: true, k.History: true, k.Dead().History: true,
 	}
 	lanePrefix := strings.TrimSuffix(k.Lane("x"), "x")
 	var lanes []string
