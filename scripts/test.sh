@@ -10,7 +10,11 @@
 # tests, and the smoke run (every workload and contestant at tiny sizes,
 # about a minute), which fails on any lost or duplicated item or
 # failed workload and asserts nothing about speed (it needs Node.js and npm
-# for BullMQ, installed like Redis when missing).
+# for BullMQ, installed like Redis when missing), and tests deploy/ (its
+# own module): the Grafana dashboard's and the alerting rules' queries
+# against a live scrape, and the rules with promtool (Debian's prometheus
+# package, installed without its recommends when missing; its service is
+# neither started by the tests nor needed).
 #
 # Extra arguments go to `go test` of the library only, e.g.
 # ./scripts/test.sh -run TestFoo -v
@@ -33,18 +37,29 @@ fi
 if ! command -v "$(go env CC)" >/dev/null 2>&1; then
 	missing+=(gcc)
 fi
-if ((${#missing[@]} > 0)); then
+# Only promtool is used: without its recommends the package does not
+# bring a node exporter along.
+missing_norec=()
+if (($# == 0)) && ! command -v promtool >/dev/null 2>&1; then
+	missing_norec+=(prometheus)
+fi
+if ((${#missing[@]} + ${#missing_norec[@]} > 0)); then
 	if [[ $(id -u) -eq 0 ]]; then
 		as_root=()
 	elif command -v sudo >/dev/null 2>&1; then
 		as_root=(sudo)
 	else
-		echo "test.sh: need to install ${missing[*]} but am not root and sudo is missing" >&2
+		echo "test.sh: need to install ${missing[*]} ${missing_norec[*]} but am not root and sudo is missing" >&2
 		exit 1
 	fi
-	echo "test.sh: installing ${missing[*]}" >&2
+	echo "test.sh: installing ${missing[*]} ${missing_norec[*]}" >&2
 	"${as_root[@]}" apt-get update
-	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+	if ((${#missing[@]} > 0)); then
+		"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+	fi
+	if ((${#missing_norec[@]} > 0)); then
+		"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing_norec[@]}"
+	fi
 fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -52,6 +67,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 go version
 "$redis_server" --version
 "$redis_cli" --version
+if (($# == 0)); then
+	promtool --version 2>&1 | sed -n 1p
+fi
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	unformatted=$(git ls-files -z -- '*.go' | xargs -0 -r gofmt -l)
@@ -84,5 +102,12 @@ if (($# == 0)); then
 		out=$(mktemp -d)
 		trap 'rm -rf "$out"' EXIT
 		go run . -smoke -out "$out"
+	)
+	(
+		# No race detector: the test checks files against a scrape; the
+		# library's races are the suite's above.
+		cd deploy
+		go vet ./...
+		go test -count=1 -timeout 5m ./...
 	)
 fi
