@@ -117,7 +117,26 @@ func (q *Queue) Offer(ctx context.Context, v any, w When, r OfferRequest) (strin
 	ctx, op, trace := tel.StartSend(ctx, id, max(w.delay, 0))
 	err = q.route(id).offerOne(ctx, id, v, w, &r, trace)
 	tel.Sent(ctx, op, 1, err)
+	q.announceOffered(ctx, err)
 	return OfferResult(id, err)
+}
+
+// announceOffered records the queue in the registry of queues after this
+// process's first offer that stored something, so that a queue only
+// producers used is listed (inspect.Queues, the dashboard, the CLI): one
+// more round trip for the first offer of the process, none after it. A
+// failure is tried again by the next offer; it does not fail the offer.
+func (q *Queue) announceOffered(ctx context.Context, err error) {
+	if q.offered.Load() || (err != nil && !errors.Is(err, ErrNotReplicated)) {
+		return
+	}
+	c := q.parts[0]
+	_, aerr := Call(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, c.Store.Announce(ctx, c.Cfg.Codec.Name())
+	}, nil)
+	if aerr == nil {
+		q.offered.Store(true)
+	}
 }
 
 // offerOne encodes and stores one item in c.
@@ -178,6 +197,9 @@ func (q *Queue) OfferBatch(ctx context.Context, n int, value func(i int) any, de
 	ctx, op, trace := tel.StartSendBatch(ctx, n, delay)
 	ids, err := q.offerBatch(ctx, n, value, delay, &r, trace)
 	tel.Sent(ctx, op, n, err)
+	if len(ids) > 0 {
+		q.announceOffered(ctx, nil)
+	}
 	return ids, err
 }
 
