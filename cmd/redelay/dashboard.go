@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"regexp"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -61,6 +64,9 @@ nothing installed. It all goes away on exit.`,
 // serveDashboard serves the dashboard as f says until Ctrl-C or SIGTERM,
 // then lets the requests under way finish.
 func (a *app) serveDashboard(cmd *cobra.Command, f dashboardFlags) error {
+	if _, err := checkListen(f.listen); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errOut := redactingWriter{w: cmd.ErrOrStderr(), a: a}
@@ -151,4 +157,25 @@ func (r redactingWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// hostName matches a DNS host name: labels of letters, digits and
+// hyphens, not starting or ending with a hyphen, dot-separated.
+var hostName = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.?$`)
+
+// checkListen reads the --listen address, host:port, and returns its
+// host: "" (every interface), an IP address or a host name. One that
+// cannot be listened on as written is a usage error.
+func checkListen(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", usageErrorf("--listen %q: want host:port (127.0.0.1:8080, [::1]:8080, localhost:0)", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", usageErrorf("--listen %q: port %s: want 0 to 65535", addr, port)
+	}
+	if _, err := netip.ParseAddr(host); host != "" && err != nil && !hostName.MatchString(host) {
+		return "", usageErrorf("--listen %q: host %q: want an IP address or a host name", addr, host)
+	}
+	return host, nil
 }

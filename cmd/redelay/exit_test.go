@@ -171,3 +171,44 @@ func TestRunInProcess(t *testing.T) {
 		t.Fatalf("run get q: %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 }
+
+// Every usage error exits 2 before anything connects: the shell of
+// completion, the topic of help, the address of dashboard --listen, and
+// an argument that starts with "-" (a negative duration, read as a flag),
+// which gets a hint. The Redis URL is unreachable, so a command that
+// connected would exit 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	const nowhere = "redis://127.0.0.1:1/0"
+	cases := []struct {
+		args   []string
+		stderr []string
+	}{
+		{[]string{"completion", "tcsh"}, []string{`unknown shell "tcsh" for "redelay completion": want bash, zsh, fish or powershell`}},
+		{[]string{"help", "frobnicate"}, []string{`unknown help topic "frobnicate"`}},
+		{[]string{"dashboard", "--listen", "nonsense"}, []string{`--listen "nonsense": want host:port`}},
+		{[]string{"dashboard", "--listen", "127.0.0.1:99999"}, []string{`--listen "127.0.0.1:99999": port 99999: want 0 to 65535`}},
+		{[]string{"dashboard", "--listen", "127.0.0.1:"}, []string{`--listen "127.0.0.1:": want host:port`}},
+		{[]string{"dashboard", "--listen", "bad host!:80"}, []string{`--listen "bad host!:80": host "bad host!"`}},
+		{[]string{"reschedule", "q", "id", "-5m"}, []string{`unknown shorthand flag: '5' in -5m`,
+			`use -- before a negative duration (redelay reschedule QUEUE ID -- -5m), or an absolute time`}},
+		{[]string{"get", "q", "-42"}, []string{`unknown shorthand flag: '4' in -42`,
+			`an argument that starts with "-" is read as flags: put -- before it (redelay get ... -- -42)`}},
+	}
+	for _, c := range cases {
+		r := cli(t, with([]string{"--redis", nowhere}, c.args...)...)
+		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "redelay: ") || !strings.Contains(r.stderr, "--help' for usage.") {
+			t.Errorf("redelay %q: want exit 2 and a usage error, got %v", c.args, r)
+			continue
+		}
+		for _, s := range c.stderr {
+			if !strings.Contains(r.stderr, s) {
+				t.Errorf("redelay %q: stderr does not say %q: %v", c.args, s, r)
+			}
+		}
+	}
+	// -- lets a negative duration through: to the server's refusal of a
+	// past time, here to the unreachable server.
+	if r := cli(t, "--redis", nowhere, "reschedule", "q", "id", "--", "-5m"); r.code != 1 || !strings.Contains(r.stderr, "127.0.0.1:1") {
+		t.Errorf("reschedule q id -- -5m: want exit 1 (unreachable), got %v", r)
+	}
+}

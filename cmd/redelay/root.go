@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -74,6 +75,7 @@ such queue or item, a purge not confirmed), 2 for a usage error.`,
 	pf.StringVar(&a.flags.prefix, "prefix", "redelay", "key prefix of the queues (the one their processes gave blocking.WithPrefix)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]cobra.Completion{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.queuesCommand(),
 		a.statsCommand(),
@@ -89,7 +91,69 @@ such queue or item, a purge not confirmed), 2 for a usage error.`,
 		a.schedulesCommand(),
 		a.dashboardCommand(),
 	)
+	strictHelp(root)
+	strictCompletion(root)
 	return root
+}
+
+// strictHelp makes `help TOPIC` a usage error for a topic that is no
+// command: cobra's help command prints "Unknown help topic" and succeeds.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" {
+			continue
+		}
+		c.Args = func(_ *cobra.Command, args []string) error {
+			found, rest, err := root.Find(args)
+			if err != nil || found == nil || (found == root && len(rest) > 0) {
+				return usageErrorf("unknown help topic %q for %q", strings.Join(args, " "), root.Name())
+			}
+			return nil
+		}
+	}
+}
+
+// completionShells are the shells cobra writes completion scripts for.
+var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
+// strictCompletion makes `completion SHELL` a usage error for a shell
+// cobra has no script for: its completion command, which has no action
+// of its own, prints its help and succeeds.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return usageErrorf("unknown shell %q for %q: want %s, %s, %s or %s", args[0], cmd.CommandPath(),
+				completionShells[0], completionShells[1], completionShells[2], completionShells[3])
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+}
+
+// startsFlag matches the error of a flag parser given an argument that
+// starts with "-" and a digit, which it reads as shorthand flags: the
+// argument is group 1.
+var startsFlag = regexp.MustCompile(`^unknown shorthand flag: '.' in (-[0-9.]\S*)$`)
+
+// flagError is the error of a command line the flag parser refused, a
+// usage error. An argument that starts with "-" and a digit is no flag
+// but a negative duration or an ID: the error says how to pass it.
+func flagError(cmd *cobra.Command, err error) error {
+	m := startsFlag.FindStringSubmatch(err.Error())
+	if m == nil {
+		return usageErrorf("%w", err)
+	}
+	if _, derr := time.ParseDuration(m[1]); derr == nil && cmd.Name() == "reschedule" {
+		return usageErrorf("%w: use -- before a negative duration (redelay reschedule QUEUE ID -- %s), or an absolute time", err, m[1])
+	}
+	return usageErrorf("%w: an argument that starts with \"-\" is read as flags: put -- before it (%s ... -- %s)", err, cmd.CommandPath(), m[1])
 }
 
 // checkRootFlags refuses root flag values that no command can use.
