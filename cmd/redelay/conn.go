@@ -154,22 +154,59 @@ func noMaintNotifications() *maintnotifications.Config {
 // anywhere in a text: the scheme, "://", the username and ":" are group 1.
 var userinfoPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s@]*@`)
 
-// redactURL returns raw with the password of its userinfo replaced by
-// "***" ("redis://user:***@host:6379/0"). raw need not be a valid URL; a
-// URL without a password comes back as it is.
+// secretParam matches a query parameter whose name says it holds a
+// secret (password, sentinel_password, pwd, token, auth, secret, key;
+// in any case): group 1 is the separator before it, its name and "=",
+// group 2 its value, as written.
+var secretParam = regexp.MustCompile(`(?i)([?&;][^?&;=#\s]*(?:pass|pwd|secret|token|auth|key|credential)[^?&;=#\s]*=)([^&;#\s]*)`)
+
+// urlToken matches what looks like a URL in a message, up to white space
+// or a quote.
+var urlToken = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]*`)
+
+// redactURL returns raw with the password of its userinfo, and the value
+// of every query parameter named like a secret (secretParam), replaced by
+// "***" ("redis://user:***@host:6379/0", "redis://host/0?password=***").
+// raw need not be a valid URL; a URL without a password comes back as it
+// is.
 func redactURL(raw string) string {
-	user, pass, ok := splitUserinfo(raw)
-	if !ok {
+	if user, pass, ok := splitUserinfo(raw); ok {
+		start := strings.Index(raw, "://")
+		if start < 0 {
+			start = 0
+		} else {
+			start += len("://")
+		}
+		at := start + len(user) + 1 + len(pass)
+		raw = raw[:start] + user + ":***" + raw[at:]
+	}
+	q := strings.Index(raw, "?")
+	if q < 0 {
 		return raw
 	}
-	start := strings.Index(raw, "://")
-	if start < 0 {
-		start = 0
-	} else {
-		start += len("://")
+	return raw[:q] + secretParam.ReplaceAllString(raw[q:], "${1}***")
+}
+
+// querySecrets returns the values of the query parameters of raw named
+// like a secret (secretParam), as written and unescaped.
+func querySecrets(raw string) []string {
+	if _, _, ok := splitUserinfo(raw); ok {
+		raw = raw[strings.LastIndex(raw, "@"):]
 	}
-	at := start + len(user) + 1 + len(pass)
-	return raw[:start] + user + ":***" + raw[at:]
+	q := strings.Index(raw, "?")
+	if q < 0 {
+		return nil
+	}
+	var out []string
+	for _, m := range secretParam.FindAllStringSubmatch(raw[q:], -1) {
+		if v := m[2]; v != "" {
+			out = append(out, v)
+			if u, err := url.QueryUnescape(v); err == nil && u != v {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
 }
 
 // splitUserinfo returns the username and the password of the URL raw as
@@ -189,10 +226,12 @@ func splitUserinfo(raw string) (user, pass string, ok bool) {
 }
 
 // secrets returns the passwords that must never be printed: those of the
-// --redis URL and of REDIS_URL, as written and unescaped, longest first.
+// --redis URL and of REDIS_URL, in the userinfo or a query parameter, as
+// written and unescaped, longest first.
 func (a *app) secrets() []string {
 	var out []string
 	for _, raw := range []string{a.flags.redisURL, a.getenv(redisURLEnv)} {
+		out = append(out, querySecrets(raw)...)
 		_, pass, ok := splitUserinfo(raw)
 		if !ok || pass == "" {
 			continue
@@ -206,15 +245,21 @@ func (a *app) secrets() []string {
 	return out
 }
 
-// redact returns msg with every URL's password and every password of the
-// connection settings replaced by "***": every message the command prints
-// about its connection passes through it.
+// redact returns msg with every URL's password (of its userinfo or a
+// query parameter) and every password of the connection settings
+// replaced by "***": every message the command prints about its
+// connection passes through it.
 func (a *app) redact(msg string) string {
 	msg = userinfoPassword.ReplaceAllString(msg, "${1}***@")
 	for _, s := range a.secrets() {
 		msg = strings.ReplaceAll(msg, s, "***")
 	}
-	return msg
+	return urlToken.ReplaceAllStringFunc(msg, func(u string) string {
+		// Punctuation after a URL in a sentence is not part of its
+		// last parameter's value.
+		trimmed := strings.TrimRight(u, ":,.;)]")
+		return redactURL(trimmed) + u[len(trimmed):]
+	})
 }
 
 // silentLog is a go-redis logger that logs nothing.

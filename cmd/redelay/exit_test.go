@@ -126,6 +126,10 @@ func TestPasswordNeverPrinted(t *testing.T) {
 		{[]string{"--redis", "redis://user:" + secret + "@127.0.0.1:1/0", "--cluster", "127.0.0.1:1", "queues"}, 1},
 		{[]string{"--redis", "redis://user:" + secret + "@127.0.0.1:1/3", "--cluster", "127.0.0.1:1", "queues"}, 2},
 		{[]string{"--redis", "http://user:" + secret + "@127.0.0.1:1/0", "queues"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?password=" + secret, "queues"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?username=user&password=" + secret, "stats"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?username=user&password=" + secret, "dashboard", "--listen", "127.0.0.1:0"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?password=" + secret, "--cluster", "127.0.0.1:1", "queues"}, 2},
 	}
 	for _, c := range cases {
 		r := cli(t, c.args...)
