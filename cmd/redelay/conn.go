@@ -41,19 +41,59 @@ func (c *conn) Close() error { return c.rdb.Close() }
 
 // wrap adds to err, returned by a call through c, where it talked to,
 // unless err is the library's own answer (no such queue or item, a bad
-// argument), which does not depend on it. A context deadline is named as
-// the --timeout it came from.
+// argument), which does not depend on it. A timeout, of the context or
+// of the connection (both are --timeout), is said as such, in place of
+// the bare "context deadline exceeded" or "read tcp ...: i/o timeout".
 func (c *conn) wrap(err error, timeoutFlag string) error {
 	switch {
 	case err == nil:
 		return nil
 	case isAnswer(err):
 		return err
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w (no answer within --timeout %s from %s)", err, timeoutFlag, c.name)
+	case isTimeout(err):
+		return fmt.Errorf("%w (Redis at %s)", timedOut(err, "no answer from Redis within --timeout "+timeoutFlag), c.name)
 	default:
 		return fmt.Errorf("%w (Redis at %s)", err, c.name)
 	}
+}
+
+// isTimeout reports whether err is a deadline that passed: the
+// context's, or a connection's (a net.Error that says Timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// timeoutError is a timeout told in the command's words: its message is
+// the wrapped error's with the text of the timeout itself replaced.
+type timeoutError struct {
+	err error
+	msg string
+}
+
+// Error returns the message.
+func (e *timeoutError) Error() string { return e.msg }
+
+// Unwrap returns the timeout.
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// timedOut returns err, a timeout, with what it says of the timeout
+// replaced by says: the text of the outermost error in its chain that is
+// itself the timeout ("read tcp a->b: i/o timeout", "context deadline
+// exceeded"), when err's message ends with it; else says is appended.
+func timedOut(err error, says string) error {
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		ne, isNet := e.(net.Error)
+		if e != context.DeadlineExceeded && (!isNet || !ne.Timeout()) {
+			continue
+		}
+		if cut, ok := strings.CutSuffix(msg, e.Error()); ok {
+			return &timeoutError{err: err, msg: cut + says}
+		}
+		break
+	}
+	return &timeoutError{err: err, msg: msg + ": " + says}
 }
 
 // redisURL returns the URL of --redis, else of REDIS_URL, else the
@@ -71,7 +111,10 @@ func (a *app) redisURL(cmd *cobra.Command) (raw string, given bool) {
 // connect opens a client as the connection flags say: a *redis.Client for
 // the --redis URL, or a *redis.ClusterClient for the --cluster addresses,
 // which takes the username, password and TLS settings (not the host) of
-// the --redis URL when one is given too. It makes no network call. A
+// the --redis URL when one is given too. Its dial, read and write
+// timeouts are --timeout, which also bounds each command's calls (a
+// context): go-redis's own, 5 s to dial and 3 s to read, would cut a
+// longer --timeout short. It makes no network call. A
 // URL or address that cannot be read is a usage error, named with its
 // password replaced by ***.
 func (a *app) connect(cmd *cobra.Command) (*conn, error) {
@@ -87,6 +130,7 @@ func (a *app) connect(cmd *cobra.Command) (*conn, error) {
 	}
 	if a.flags.cluster == "" {
 		opt.ContextTimeoutEnabled = true
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = a.flags.timeout, a.flags.timeout, a.flags.timeout
 		opt.MaintNotificationsConfig = noMaintNotifications()
 		opt.DialerRetries = dialerRetries
 		return &conn{rdb: redis.NewClient(opt), name: redactURL(raw)}, nil
@@ -98,6 +142,9 @@ func (a *app) connect(cmd *cobra.Command) (*conn, error) {
 	copt := &redis.ClusterOptions{
 		Addrs:                    addrs,
 		ContextTimeoutEnabled:    true,
+		DialTimeout:              a.flags.timeout,
+		ReadTimeout:              a.flags.timeout,
+		WriteTimeout:             a.flags.timeout,
 		DialerRetries:            dialerRetries,
 		MaintNotificationsConfig: noMaintNotifications(),
 	}

@@ -51,7 +51,10 @@ password and database number (redis://user:password@host:6379/0); without it,
 the REDIS_URL environment variable, else redis://127.0.0.1:6379/0. --cluster
 connects to a Redis Cluster through the given nodes instead, with the username,
 password and TLS settings (not the host) of the Redis URL when one is given.
-A password never appears in what redelay prints.
+A password never appears in what redelay prints, from the userinfo or a
+query parameter. --timeout bounds each command's calls to Redis, connecting
+included; a Redis that does not answer within it fails the command with "no
+answer from Redis within --timeout 10s".
 
 Stored text (IDs, headers, errors, names, values) is printed in tables with
 what a terminal would act on escaped as in a Go string: control characters
@@ -70,7 +73,7 @@ such queue or item, a purge not confirmed), 2 for a usage error.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.flags.redisURL, "redis", "", "Redis URL, redis[s]://[user:password@]host:port/db (default $"+redisURLEnv+", else "+defaultRedisURL+")")
 	pf.StringVar(&a.flags.cluster, "cluster", "", "connect to a Redis Cluster through these nodes: host:port,host:port")
-	pf.DurationVar(&a.flags.timeout, "timeout", 10*time.Second, "time limit of each command's calls to Redis")
+	pf.DurationVar(&a.flags.timeout, "timeout", 10*time.Second, "time limit of each command's calls to Redis, connecting included (each request of the dashboard's)")
 	pf.StringVarP(&a.flags.output, "output", "o", outputTable, "output format: table or json")
 	pf.StringVar(&a.flags.prefix, "prefix", "redelay", "key prefix of the queues (the one their processes gave blocking.WithPrefix)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
