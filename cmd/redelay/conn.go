@@ -64,19 +64,6 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
-// timeoutError is a timeout told in the command's words: its message is
-// the wrapped error's with the text of the timeout itself replaced.
-type timeoutError struct {
-	err error
-	msg string
-}
-
-// Error returns the message.
-func (e *timeoutError) Error() string { return e.msg }
-
-// Unwrap returns the timeout.
-func (e *timeoutError) Unwrap() error { return e.err }
-
 // timedOut returns err, a timeout, with what it says of the timeout
 // replaced by says: the text of the outermost error in its chain that is
 // itself the timeout ("read tcp a->b: i/o timeout", "context deadline
@@ -89,11 +76,11 @@ func timedOut(err error, says string) error {
 			continue
 		}
 		if cut, ok := strings.CutSuffix(msg, e.Error()); ok {
-			return &timeoutError{err: err, msg: cut + says}
+			return &retold{err: err, msg: cut + says}
 		}
 		break
 	}
-	return &timeoutError{err: err, msg: msg + ": " + says}
+	return &retold{err: err, msg: msg + ": " + says}
 }
 
 // redisURL returns the URL of --redis, else of REDIS_URL, else the

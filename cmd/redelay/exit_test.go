@@ -10,7 +10,8 @@ import (
 )
 
 // Exit status 1 and one line on stderr for a queue or item that does not
-// exist; 2 and a pointer to --help for a usage error.
+// exist, which names the command as it was called (cancel, not the
+// library's delete); 2 and a pointer to --help for a usage error.
 func TestExitStatus(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		conn := connFlags(t, rdb)
@@ -23,8 +24,9 @@ func TestExitStatus(t *testing.T) {
 			{[]string{"get", name, "nope"}, `redelay: get "` + name + `": no item "nope"` + "\n"},
 			{[]string{"get", missing, "x"}, `redelay: get "` + missing + `": no such queue (not in the registry of queues, no keys)` + "\n"},
 			{[]string{"stats", missing}, `redelay: stats "` + missing + `": no such queue`},
-			{[]string{"ls", missing, "--state", "ready"}, `no such queue`},
-			{[]string{"cancel", name, "nope"}, `no item "nope"`},
+			{[]string{"ls", missing, "--state", "ready"}, `redelay: ls "` + missing + `": no such queue`},
+			{[]string{"cancel", name, "nope"}, `redelay: cancel "` + name + `": no item "nope"`},
+			{[]string{"requeue", missing, "--all"}, `redelay: requeue --all "` + missing + `": no such queue`},
 			{[]string{"promote", name, "dead-1"}, `item "dead-1" is dead, not delayed`},
 			{[]string{"reschedule", name, "nope", "1h"}, `no item "nope"`},
 			{[]string{"requeue", name, "parcel-1"}, `item "parcel-1" is delayed, not dead`},

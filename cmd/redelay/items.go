@@ -153,7 +153,7 @@ value_cut says why) and payload_base64.`,
 			var items []inspect.Item
 			err = a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
 				items, err = in.List(ctx, args[0], st, f.offset, f.limit)
-				return err
+				return asCommand(err, "list", "ls")
 			})
 			if err != nil {
 				return err
