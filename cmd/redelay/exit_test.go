@@ -52,7 +52,7 @@ func TestExitStatus(t *testing.T) {
 			{[]string{"get", name}, "wrong number of arguments for get: want 2 (QUEUE ID), got 1"},
 			{[]string{"stats", "a", "b"}, "wrong number of arguments for stats"},
 			{[]string{"queues", "a"}, "wrong number of arguments for queues"},
-			{[]string{"ls", name}, "--state is required: one of delayed, retry, ready, inflight, dead"},
+			{[]string{"ls", name, "--state", ""}, `--state "": want one of delayed, retry, ready, inflight, dead`},
 			{[]string{"ls", name, "--state", "gone"}, `--state "gone": want one of`},
 			{[]string{"ls", name, "--state", "dead", "--limit", "0"}, "--limit 0: want 1 to 1000"},
 			{[]string{"ls", name, "--state", "dead", "--limit", "x"}, `invalid argument "x" for "--limit" flag`},
@@ -168,7 +168,7 @@ func TestRedisURLEnv(t *testing.T) {
 func TestRunInProcess(t *testing.T) {
 	var out, errOut strings.Builder
 	if code := run([]string{"ls", "--help"}, strings.NewReader(""), &out, &errOut, func(string) string { return "" }); code != 0 ||
-		!strings.Contains(out.String(), "redelay ls QUEUE --state STATE") || errOut.Len() != 0 {
+		!strings.Contains(out.String(), "redelay ls QUEUE [--state STATE]") || errOut.Len() != 0 {
 		t.Fatalf("run ls --help: %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 	out.Reset()

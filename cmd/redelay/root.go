@@ -228,6 +228,12 @@ func action(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command
 // the call fails to reach Redis, the error names where it went (without
 // the password).
 func (a *app) withInspector(cmd *cobra.Command, f func(ctx context.Context, in *inspect.Inspector) error) error {
+	return a.withConn(cmd, func(ctx context.Context, _ *conn, in *inspect.Inspector) error { return f(ctx, in) })
+}
+
+// withConn is withInspector for a command that also calls Redis itself,
+// through c.
+func (a *app) withConn(cmd *cobra.Command, f func(ctx context.Context, c *conn, in *inspect.Inspector) error) error {
 	c, err := a.connect(cmd)
 	if err != nil {
 		return err
@@ -235,7 +241,7 @@ func (a *app) withInspector(cmd *cobra.Command, f func(ctx context.Context, in *
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), a.flags.timeout)
 	defer cancel()
-	return c.wrap(f(ctx, a.inspector(c.rdb)), a.flags.timeout.String())
+	return c.wrap(f(ctx, c, a.inspector(c.rdb)), a.flags.timeout.String())
 }
 
 // completeQueue completes a command's first argument with the names of
