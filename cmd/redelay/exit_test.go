@@ -80,7 +80,7 @@ func TestExitStatus(t *testing.T) {
 // scripts of four shells.
 func TestHelpAndCompletion(t *testing.T) {
 	for _, c := range []string{"", "queues", "stats", "ls", "get", "cancel", "reschedule", "promote", "requeue",
-		"purge", "pause", "resume", "schedules", "dashboard", "completion"} {
+		"purge", "pause", "resume", "schedules", "dashboard", "completion", "version"} {
 		args := append(strings.Fields(c), "--help")
 		out := ok(t, args...)
 		if !strings.Contains(out, "Usage:") || !strings.Contains(out, "--redis") {

@@ -93,6 +93,7 @@ such queue or item, a purge not confirmed), 2 for a usage error.`,
 		a.resumeCommand(),
 		a.schedulesCommand(),
 		a.dashboardCommand(),
+		a.versionCommand(),
 	)
 	strictHelp(root)
 	strictCompletion(root)
