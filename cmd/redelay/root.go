@@ -43,7 +43,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "redelay",
 		Short: "Look at and steer the redelay queues of a Redis server or Cluster",
 		Long: `redelay looks at and steers the redelay queues of a Redis server or Cluster:
-counts by state, the items of a state, one item in full; cancel, reschedule,
+counts by state, the items of a queue, one item in full; cancel, reschedule,
 promote, requeue, purge, pause and resume; and it serves the web dashboard.
 
 Connection: --redis takes a redis:// or rediss:// URL, with a username,
@@ -62,8 +62,11 @@ what a terminal would act on escaped as in a Go string: control characters
 UTF-8 (\xff). -o json writes text as JSON strings; an ID that is not UTF-8
 also comes as id_base64, its exact bytes.
 
-Exit status: 0 on success, 1 when the command failed (Redis unreachable, no
-such queue or item, a purge not confirmed), 2 for a usage error.`,
+Exit status: 0 on success, 1 when the command failed (Redis unreachable or
+silent, no such queue or item, a purge not confirmed), 2 for a usage error
+(a command, flag, argument or address that cannot be right). An argument that
+starts with "-", such as a negative duration, is read as flags: put -- before
+it.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Args:              unknownCommand,
@@ -73,7 +76,7 @@ such queue or item, a purge not confirmed), 2 for a usage error.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.flags.redisURL, "redis", "", "Redis URL, redis[s]://[user:password@]host:port/db (default $"+redisURLEnv+", else "+defaultRedisURL+")")
 	pf.StringVar(&a.flags.cluster, "cluster", "", "connect to a Redis Cluster through these nodes: host:port,host:port")
-	pf.DurationVar(&a.flags.timeout, "timeout", 10*time.Second, "time limit of each command's calls to Redis, connecting included (each request of the dashboard's)")
+	pf.DurationVar(&a.flags.timeout, "timeout", 10*time.Second, "time limit of a command's calls to Redis, connecting included (of each call, for the dashboard)")
 	pf.StringVarP(&a.flags.output, "output", "o", outputTable, "output format: table or json")
 	pf.StringVar(&a.flags.prefix, "prefix", "redelay", "key prefix of the queues (the one their processes gave blocking.WithPrefix)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
