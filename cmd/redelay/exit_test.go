@@ -191,6 +191,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}{
 		{[]string{"completion", "tcsh"}, []string{`unknown shell "tcsh" for "redelay completion": want bash, zsh, fish or powershell`}},
 		{[]string{"help", "frobnicate"}, []string{`unknown help topic "frobnicate"`}},
+		{[]string{"help", "stats", "extra"}, []string{`unknown help topic "stats extra"`}},
+		{[]string{"ls", "q", "--offset", "2000000000000"}, []string{`--offset 2000000000000: want 0 to 1099511627776`}},
 		{[]string{"dashboard", "--listen", "nonsense"}, []string{`--listen "nonsense": want host:port`}},
 		{[]string{"dashboard", "--listen", "127.0.0.1:99999"}, []string{`--listen "127.0.0.1:99999": port 99999: want 0 to 65535`}},
 		{[]string{"dashboard", "--listen", "127.0.0.1:"}, []string{`--listen "127.0.0.1:": want host:port`}},

@@ -167,8 +167,8 @@ cuts it, and value_cut says why) and payload_base64.`,
 			if f.limit < 1 || f.limit > inspect.MaxPage {
 				return usageErrorf("--limit %d: want 1 to %d", f.limit, inspect.MaxPage)
 			}
-			if f.offset < 0 {
-				return usageErrorf("--offset %d: want 0 or more", f.offset)
+			if f.offset < 0 || f.offset > inspect.MaxOffset {
+				return usageErrorf("--offset %d: want 0 to %d", f.offset, inspect.MaxOffset)
 			}
 			var items []inspect.Item
 			var now time.Time // the server's clock, when an item is leased

@@ -104,7 +104,8 @@ it.`,
 }
 
 // strictHelp makes `help TOPIC` a usage error for a topic that is no
-// command: cobra's help command prints "Unknown help topic" and succeeds.
+// command (or has words after one): cobra's help command prints "Unknown
+// help topic" and succeeds.
 func strictHelp(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
@@ -113,7 +114,7 @@ func strictHelp(root *cobra.Command) {
 		}
 		c.Args = func(_ *cobra.Command, args []string) error {
 			found, rest, err := root.Find(args)
-			if err != nil || found == nil || (found == root && len(rest) > 0) {
+			if err != nil || found == nil || len(rest) > 0 {
 				return usageErrorf("unknown help topic %q for %q", strings.Join(args, " "), root.Name())
 			}
 			return nil
