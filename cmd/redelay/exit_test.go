@@ -25,6 +25,7 @@ func TestExitStatus(t *testing.T) {
 			{[]string{"get", missing, "x"}, `redelay: get "` + missing + `": no such queue (not in the registry of queues, no keys)` + "\n"},
 			{[]string{"stats", missing}, `redelay: stats "` + missing + `": no such queue`},
 			{[]string{"ls", missing, "--state", "ready"}, `redelay: ls "` + missing + `": no such queue`},
+			{[]string{"ls", missing}, `redelay: ls "` + missing + `": no such queue`},
 			{[]string{"cancel", name, "nope"}, `redelay: cancel "` + name + `": no item "nope"`},
 			{[]string{"requeue", missing, "--all"}, `redelay: requeue --all "` + missing + `": no such queue`},
 			{[]string{"promote", name, "dead-1"}, `item "dead-1" is dead, not delayed`},
