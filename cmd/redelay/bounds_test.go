@@ -88,7 +88,7 @@ func TestHostileValueBounded(t *testing.T) {
 				}{
 					{"get", func(it inspect.Item) error { return writeItem(io.Discard, name, it) }, budget},
 					{"get -o json", func(it inspect.Item) error { return writeJSON(io.Discard, newItemJSON(it)) }, budget},
-					{"ls", func(it inspect.Item) error { return writeItemsTable(io.Discard, []inspect.Item{it}) }, 4 * payloadWidth},
+					{"ls", func(it inspect.Item) error { return writeItemsTable(io.Discard, []inspect.Item{it}, itemColumns{}) }, 4 * payloadWidth},
 				} {
 					cost := func(queue string) uint64 {
 						var err error

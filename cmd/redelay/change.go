@@ -50,7 +50,7 @@ undone, and its consumer loses the lease) or a dead letter.`,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			queue, id := args[0], args[1]
 			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
-				return in.Delete(ctx, queue, id)
+				return asCommand(in.Delete(ctx, queue, id), "delete", "cancel")
 			})
 			if err != nil {
 				return err
@@ -175,7 +175,7 @@ func (a *app) requeueCommand() *cobra.Command {
 				if all {
 					var err error
 					n, err = in.RequeueAll(ctx, queue)
-					return err
+					return asCommand(err, "requeue all", "requeue --all")
 				}
 				return in.Requeue(ctx, queue, args[1])
 			})

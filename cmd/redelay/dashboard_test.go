@@ -31,11 +31,11 @@ func TestDashboard(t *testing.T) {
 	})
 }
 
-// --read-only refuses every change; an address beyond loopback is warned
-// about.
+// --read-only refuses every change; an address beyond loopback, without
+// credentials (--insecure), is warned about.
 func TestDashboardReadOnly(t *testing.T) {
 	rdb := redistest.Standalone(t)
-	serve(t, with(connFlags(t, rdb), "dashboard", "--read-only", "--listen", "0.0.0.0:0"), func(url string, stderr []string) {
+	serve(t, with(connFlags(t, rdb), "dashboard", "--read-only", "--insecure", "--listen", "0.0.0.0:0"), func(url string, stderr []string) {
 		if !slices.ContainsFunc(stderr, func(l string) bool { return strings.Contains(l, "warning: listening on") }) {
 			t.Errorf("no warning for a dashboard beyond loopback: %q", stderr)
 		}
@@ -109,9 +109,19 @@ func TestDemo(t *testing.T) {
 // interrupts it and checks that it exits 0 within a few seconds.
 func serve(t *testing.T, args []string, check func(url string, stderr []string)) {
 	t.Helper()
+	serveEnv(t, nil, args, check)
+}
+
+// serveEnv is serve with env (KEY=value) added to the environment. It
+// returns all the command printed, on stdout and on stderr.
+func serveEnv(t *testing.T, env, args []string, check func(url string, stderr []string)) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := command(ctx, args...)
+	cmd.Env = append(cmd.Env, env...)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +169,7 @@ func serve(t *testing.T, args []string, check func(url string, stderr []string))
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("redelay %q took %v to stop", args, d)
 	}
+	return stdout.String() + strings.Join(seen, "\n")
 }
 
 // httpGet gets url and returns the status code and the body.

@@ -84,3 +84,30 @@ func message(err error) string {
 func isAnswer(err error) bool {
 	return errors.Is(err, inspect.ErrNotFound) || errors.Is(err, inspect.ErrInvalidArgument)
 }
+
+// retold is an error told in the command's words: its message is msg,
+// and it wraps the error it retells, for errors.Is and errors.As.
+type retold struct {
+	err error
+	msg string
+}
+
+// Error returns the message.
+func (e *retold) Error() string { return e.msg }
+
+// Unwrap returns the error retold.
+func (e *retold) Unwrap() error { return e.err }
+
+// asCommand returns err, from a library call named op at the start of its
+// message (`delete "orders": no item "x"`), with op replaced by the
+// command's words (`cancel "orders": ...`), so that an error names what
+// the user typed; another error comes back as it is.
+func asCommand(err error, op, words string) error {
+	if err == nil {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(err.Error(), op+" "); ok {
+		return &retold{err: err, msg: words + " " + rest}
+	}
+	return err
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // Exit status 1 and one line on stderr for a queue or item that does not
-// exist; 2 and a pointer to --help for a usage error.
+// exist, which names the command as it was called (cancel, not the
+// library's delete); 2 and a pointer to --help for a usage error.
 func TestExitStatus(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		conn := connFlags(t, rdb)
@@ -23,8 +24,10 @@ func TestExitStatus(t *testing.T) {
 			{[]string{"get", name, "nope"}, `redelay: get "` + name + `": no item "nope"` + "\n"},
 			{[]string{"get", missing, "x"}, `redelay: get "` + missing + `": no such queue (not in the registry of queues, no keys)` + "\n"},
 			{[]string{"stats", missing}, `redelay: stats "` + missing + `": no such queue`},
-			{[]string{"ls", missing, "--state", "ready"}, `no such queue`},
-			{[]string{"cancel", name, "nope"}, `no item "nope"`},
+			{[]string{"ls", missing, "--state", "ready"}, `redelay: ls "` + missing + `": no such queue`},
+			{[]string{"ls", missing}, `redelay: ls "` + missing + `": no such queue`},
+			{[]string{"cancel", name, "nope"}, `redelay: cancel "` + name + `": no item "nope"`},
+			{[]string{"requeue", missing, "--all"}, `redelay: requeue --all "` + missing + `": no such queue`},
 			{[]string{"promote", name, "dead-1"}, `item "dead-1" is dead, not delayed`},
 			{[]string{"reschedule", name, "nope", "1h"}, `no item "nope"`},
 			{[]string{"requeue", name, "parcel-1"}, `item "parcel-1" is delayed, not dead`},
@@ -50,7 +53,7 @@ func TestExitStatus(t *testing.T) {
 			{[]string{"get", name}, "wrong number of arguments for get: want 2 (QUEUE ID), got 1"},
 			{[]string{"stats", "a", "b"}, "wrong number of arguments for stats"},
 			{[]string{"queues", "a"}, "wrong number of arguments for queues"},
-			{[]string{"ls", name}, "--state is required: one of delayed, retry, ready, inflight, dead"},
+			{[]string{"ls", name, "--state", ""}, `--state "": want one of delayed, retry, ready, inflight, dead`},
 			{[]string{"ls", name, "--state", "gone"}, `--state "gone": want one of`},
 			{[]string{"ls", name, "--state", "dead", "--limit", "0"}, "--limit 0: want 1 to 1000"},
 			{[]string{"ls", name, "--state", "dead", "--limit", "x"}, `invalid argument "x" for "--limit" flag`},
@@ -78,7 +81,7 @@ func TestExitStatus(t *testing.T) {
 // scripts of four shells.
 func TestHelpAndCompletion(t *testing.T) {
 	for _, c := range []string{"", "queues", "stats", "ls", "get", "cancel", "reschedule", "promote", "requeue",
-		"purge", "pause", "resume", "schedules", "dashboard", "completion"} {
+		"purge", "pause", "resume", "schedules", "dashboard", "completion", "version"} {
 		args := append(strings.Fields(c), "--help")
 		out := ok(t, args...)
 		if !strings.Contains(out, "Usage:") || !strings.Contains(out, "--redis") {
@@ -126,6 +129,10 @@ func TestPasswordNeverPrinted(t *testing.T) {
 		{[]string{"--redis", "redis://user:" + secret + "@127.0.0.1:1/0", "--cluster", "127.0.0.1:1", "queues"}, 1},
 		{[]string{"--redis", "redis://user:" + secret + "@127.0.0.1:1/3", "--cluster", "127.0.0.1:1", "queues"}, 2},
 		{[]string{"--redis", "http://user:" + secret + "@127.0.0.1:1/0", "queues"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?password=" + secret, "queues"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?username=user&password=" + secret, "stats"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?username=user&password=" + secret, "dashboard", "--listen", "127.0.0.1:0"}, 2},
+		{[]string{"--redis", "redis://127.0.0.1:1/0?password=" + secret, "--cluster", "127.0.0.1:1", "queues"}, 2},
 	}
 	for _, c := range cases {
 		r := cli(t, c.args...)
@@ -162,12 +169,55 @@ func TestRedisURLEnv(t *testing.T) {
 func TestRunInProcess(t *testing.T) {
 	var out, errOut strings.Builder
 	if code := run([]string{"ls", "--help"}, strings.NewReader(""), &out, &errOut, func(string) string { return "" }); code != 0 ||
-		!strings.Contains(out.String(), "redelay ls QUEUE --state STATE") || errOut.Len() != 0 {
+		!strings.Contains(out.String(), "redelay ls QUEUE [--state STATE]") || errOut.Len() != 0 {
 		t.Fatalf("run ls --help: %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 	out.Reset()
 	if code := run([]string{"get", "q"}, strings.NewReader(""), &out, &errOut, func(string) string { return "" }); code != 2 ||
 		out.Len() != 0 || !strings.HasPrefix(errOut.String(), "redelay: wrong number of arguments for get") {
 		t.Fatalf("run get q: %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+}
+
+// Every usage error exits 2 before anything connects: the shell of
+// completion, the topic of help, the address of dashboard --listen, and
+// an argument that starts with "-" (a negative duration, read as a flag),
+// which gets a hint. The Redis URL is unreachable, so a command that
+// connected would exit 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	const nowhere = "redis://127.0.0.1:1/0"
+	cases := []struct {
+		args   []string
+		stderr []string
+	}{
+		{[]string{"completion", "tcsh"}, []string{`unknown shell "tcsh" for "redelay completion": want bash, zsh, fish or powershell`}},
+		{[]string{"help", "frobnicate"}, []string{`unknown help topic "frobnicate"`}},
+		{[]string{"help", "stats", "extra"}, []string{`unknown help topic "stats extra"`}},
+		{[]string{"ls", "q", "--offset", "2000000000000"}, []string{`--offset 2000000000000: want 0 to 1099511627776`}},
+		{[]string{"dashboard", "--listen", "nonsense"}, []string{`--listen "nonsense": want host:port`}},
+		{[]string{"dashboard", "--listen", "127.0.0.1:99999"}, []string{`--listen "127.0.0.1:99999": port 99999: want 0 to 65535`}},
+		{[]string{"dashboard", "--listen", "127.0.0.1:"}, []string{`--listen "127.0.0.1:": want host:port`}},
+		{[]string{"dashboard", "--listen", "bad host!:80"}, []string{`--listen "bad host!:80": host "bad host!"`}},
+		{[]string{"reschedule", "q", "id", "-5m"}, []string{`unknown shorthand flag: '5' in -5m`,
+			`use -- before a negative duration (redelay reschedule QUEUE ID -- -5m), or an absolute time`}},
+		{[]string{"get", "q", "-42"}, []string{`unknown shorthand flag: '4' in -42`,
+			`an argument that starts with "-" is read as flags: put -- before it (redelay get ... -- -42)`}},
+	}
+	for _, c := range cases {
+		r := cli(t, with([]string{"--redis", nowhere}, c.args...)...)
+		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "redelay: ") || !strings.Contains(r.stderr, "--help' for usage.") {
+			t.Errorf("redelay %q: want exit 2 and a usage error, got %v", c.args, r)
+			continue
+		}
+		for _, s := range c.stderr {
+			if !strings.Contains(r.stderr, s) {
+				t.Errorf("redelay %q: stderr does not say %q: %v", c.args, s, r)
+			}
+		}
+	}
+	// -- lets a negative duration through: to the server's refusal of a
+	// past time, here to the unreachable server.
+	if r := cli(t, "--redis", nowhere, "reschedule", "q", "id", "--", "-5m"); r.code != 1 || !strings.Contains(r.stderr, "127.0.0.1:1") {
+		t.Errorf("reschedule q id -- -5m: want exit 1 (unreachable), got %v", r)
 	}
 }

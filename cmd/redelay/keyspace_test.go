@@ -9,10 +9,11 @@ import (
 )
 
 // The command never uses KEYS or SCAN, as the inspector it works through
-// does not: no command that reads (queues, stats, ls, get, schedules, the
-// completion of queue names) nor one that changes, reschedule's reading
-// of the server's clock included, makes the servers run either (their
-// command statistics count every command, those of scripts too).
+// does not: no command that reads (queues, stats, ls of one state or of
+// every one, get, schedules, the completion of queue names) nor one that
+// changes, reschedule's reading of the server's clock included, makes the
+// servers run either (their command statistics count every command, those
+// of scripts too).
 func TestNoKeyspaceScan(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		conn := connFlags(t, rdb)
@@ -26,7 +27,7 @@ func TestNoKeyspaceScan(t *testing.T) {
 		for _, st := range []string{"delayed", "retry", "ready", "inflight", "dead"} {
 			runs = append(runs, []string{"ls", name, "-s", st}, []string{"ls", name, "-s", st, "-o", "json"})
 		}
-		runs = append(runs, []string{"purge", name, "-s", "ready", "--yes"})
+		runs = append(runs, []string{"ls", name}, []string{"ls", name, "-o", "json"}, []string{"purge", name, "-s", "ready", "--yes"})
 		before := redistest.ReadCommandStats(t, rdb)
 		for _, args := range runs {
 			ok(t, with(conn, args...)...)

@@ -5,14 +5,17 @@
 //
 //	redelay stats
 //	redelay ls orders --state dead
+//	redelay ls orders
 //	redelay requeue orders --all
 //	redelay --cluster 10.0.0.1:6379,10.0.0.2:6379 stats orders --watch
 //	redelay dashboard --demo
 //
-// Run `redelay --help`, or `redelay COMMAND --help`, for every flag. Tables
-// are for people; `-o json` prints the same for scripts. The exit status is
-// 0 on success, 1 when the command failed (Redis unreachable, no such queue
-// or item, a purge not confirmed) and 2 for a usage error.
+// Run `redelay --help`, or `redelay COMMAND --help`, for every flag, and
+// `redelay version` for the versions it was built from. Tables are for
+// people; `-o json` prints the same for scripts. The exit status is 0 on
+// success, 1 when the command failed (Redis unreachable or silent within
+// --timeout, no such queue or item, a purge not confirmed) and 2 for a
+// usage error.
 //
 // It is built on github.com/spf13/cobra, the most used Go CLI framework:
 // subcommands with their own flags, --help on every command and generated
