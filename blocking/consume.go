@@ -177,6 +177,11 @@ const handlerGrace = time.Second
 // of handlers that finish together share one round trip, so throughput
 // grows with concurrency.
 //
+// While it runs, Consume is listed by inspect's Consumers (host, PID,
+// queue, concurrency, items in flight, started, last seen): it refreshes
+// its record in Redis every 5 s and removes it when it returns; a record
+// of a process that crashed stops being listed within 30 s.
+//
 // Handlers get a context that carries ctx's values but not its
 // cancellation (WithHandlerTimeout gives it a deadline). When ctx ends,
 // Consume stops receiving, gives back at once the items leased ahead that
@@ -243,6 +248,9 @@ func (c *consumer[T]) run(ctx context.Context) error {
 	var background sync.WaitGroup
 	stopExtending := make(chan struct{})
 	background.Go(func() { c.extendLeases(stopExtending) })
+	// Listed by inspect's Consumers while it runs, removed once its
+	// handlers are done.
+	background.Go(func() { c.q.q.Present(stopExtending, o.concurrency, c.inFlight) })
 	for range numReceivers { // as many ack round trips in flight as receives
 		background.Go(c.settleAcks)
 	}
@@ -344,6 +352,19 @@ drain:
 		return fatal
 	}
 	return fmt.Errorf("consume %s: %w", c.q.Name(), ctx.Err())
+}
+
+// inFlight is how many deliveries handlers hold now.
+func (c *consumer[T]) inFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, cancel := range c.held {
+		if cancel != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // awaitHandlers waits for running handlers: up to the shutdown timeout,

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -205,4 +206,63 @@ func (in *Inspector) setPaused(ctx context.Context, op, queue string, paused boo
 		return nil
 	}
 	return wrap(op, queue, err)
+}
+
+// Consumer is a process consuming a queue (blocking.Queue.Consume), as it
+// recorded itself.
+type Consumer struct {
+	Queue       string    // the queue it consumes
+	Host        string    // os.Hostname of its process
+	PID         int       // its process ID
+	Concurrency int       // its handlers (blocking.WithConcurrency)
+	InFlight    int       // deliveries its handlers held at its last refresh
+	Started     time.Time // when its Consume started
+	LastSeen    time.Time // its last refresh, every 5 s while it runs (Redis server clock)
+}
+
+// Consumers lists the processes consuming the queues of the Inspector's
+// prefix: every Consume records itself, refreshes its record every 5 s
+// and removes it when it returns; one whose process crashed (or lost
+// Redis) is not listed once 30 s have passed without a refresh. Sorted by
+// queue, host, PID and start. One round trip, O(N) for N records.
+func (in *Inspector) Consumers(ctx context.Context) ([]Consumer, error) {
+	if err := in.checkClient(); err != nil {
+		return nil, fmt.Errorf("consumers: %w", err)
+	}
+	got, err := iqueue.Consumers(ctx, in.rdb, in.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("consumers: %w", err)
+	}
+	out := make([]Consumer, len(got))
+	for i, c := range got {
+		out[i] = Consumer(c)
+	}
+	return out, nil
+}
+
+// ServerInfo describes the Redis deployment an Inspector reads, from INFO:
+// of the server of a single client, summed over the masters of a Cluster.
+type ServerInfo struct {
+	Addr       string // the address the client was given, without credentials (a Cluster's first)
+	Version    string // redis_version
+	Mode       string // redis_mode: "standalone" or "cluster"
+	Masters    int    // 1, or the masters of a Cluster
+	UsedMemory int64  // bytes in use (used_memory)
+	MaxMemory  int64  // maxmemory, bytes; 0: no limit
+	Clients    int64  // connected clients
+	Eviction   string // maxmemory-policy (see Eviction)
+}
+
+// Server reads ServerInfo with INFO server, memory and clients: one round
+// trip per master. A server that refuses INFO (an ACL without @dangerous)
+// returns its error.
+func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
+	if err := in.checkClient(); err != nil {
+		return ServerInfo{}, fmt.Errorf("server: %w", err)
+	}
+	got, err := iqueue.ServerInfo(ctx, in.rdb)
+	if err != nil {
+		return ServerInfo{}, fmt.Errorf("server: %w", err)
+	}
+	return ServerInfo(got), nil
 }

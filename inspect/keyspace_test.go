@@ -56,6 +56,8 @@ func TestNoKeyspaceScan(t *testing.T) {
 					{"Stats", func() error { _, err := in.Stats(ctx, f.name); return err }},
 					{"Schedules", func() error { _, err := in.Schedules(ctx, f.name); return err }},
 					{"History", func() error { _, err := in.History(ctx, f.name, time.Time{}); return err }},
+					{"Consumers", func() error { _, err := in.Consumers(ctx); return err }},
+					{"Server", func() error { _, err := in.Server(ctx); return err }},
 				}
 				for _, st := range inspect.States() {
 					calls = append(calls, call{"List", func() error { _, err := in.List(ctx, f.name, st, 0, inspect.MaxPage); return err }})

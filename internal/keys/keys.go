@@ -41,9 +41,11 @@
 //
 // Partition 0's meta hash records n in its field "partitions".
 //
-// One key belongs to no queue:
+// Two keys belong to no queue:
 //
 //	redelay:queues            ZSET   queue name -> when a process last announced it (Unix ms)
+//	redelay:consumers         HASH   consumer ID -> last seen (Unix ms) + ' ' + its record (JSON):
+//	                                 the processes consuming (internal/lua/consumers.lua)
 //
 // A queue opened with a prefix of its own (blocking.WithPrefix("tenant-b"))
 // has the same keys with "tenant-b" in place of "redelay", its registry
@@ -66,6 +68,14 @@ const Prefix = "redelay"
 // Registry is the sorted set of every queue's name under the default
 // prefix, announced by the processes that use them (see internal/store).
 const Registry = Prefix + ":queues"
+
+// ConsumersOf is the registry of consumers under prefix ("" is Prefix).
+func ConsumersOf(prefix string) string {
+	if prefix == "" {
+		prefix = Prefix
+	}
+	return prefix + ":consumers"
+}
 
 // MaxPrefixLen bounds a key prefix, in bytes.
 const MaxPrefixLen = 64

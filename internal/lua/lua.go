@@ -78,6 +78,8 @@ var (
 	ackSrc string
 	//go:embed confirm.lua
 	confirmSrc string
+	//go:embed consumers.lua
+	consumersSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -113,6 +115,7 @@ var (
 	SchedulePark    = redis.NewScript(compose(scheduleParkSrc))    // schedule_park.lua
 	Ack             = redis.NewScript(compose(ackSrc))             // ack.lua
 	Confirm         = redis.NewScript(compose(confirmSrc))         // confirm.lua
+	Consumers       = redis.NewScript(compose(consumersSrc))       // consumers.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.

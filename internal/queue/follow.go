@@ -158,3 +158,9 @@ func Queues(ctx context.Context, rdb redis.UniversalClient, prefix string) ([]st
 func Eviction(ctx context.Context, rdb redis.UniversalClient) string {
 	return mover.ServerOf(rdb).Eviction(ctx, store.New(rdb))
 }
+
+// ServerInfo reads what INFO says of rdb's deployment (see
+// store.Client.Info).
+func ServerInfo(ctx context.Context, rdb redis.UniversalClient) (store.ServerInfo, error) {
+	return store.New(rdb).Info(ctx)
+}

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -104,4 +107,50 @@ func (c *Client) Queues(ctx context.Context, prefix string) ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// PutConsumer records (again) the consumer id in the registry of
+// consumers under prefix, stamped with the server's clock; with sweep > 0
+// it also deletes the records not seen for sweep (consumers.lua).
+func (c *Client) PutConsumer(ctx context.Context, prefix, id string, record []byte, sweep time.Duration) error {
+	return c.eval(ctx, lua.Consumers, []string{keys.ConsumersOf(prefix)}, "put", id, record, sweep.Milliseconds()).Err()
+}
+
+// DeleteConsumer removes the consumer id from the registry of consumers.
+func (c *Client) DeleteConsumer(ctx context.Context, prefix, id string) error {
+	return c.rdb.HDel(ctx, keys.ConsumersOf(prefix), id).Err()
+}
+
+// ConsumerRecord is one record of the registry of consumers: when it was
+// last seen (server clock) and the JSON its process wrote.
+type ConsumerRecord struct {
+	ID       string
+	LastSeen time.Time
+	JSON     []byte
+}
+
+// Consumers returns the server's clock and every record of the registry
+// of consumers under prefix, unreadable ones left out.
+func (c *Client) Consumers(ctx context.Context, prefix string) (time.Time, []ConsumerRecord, error) {
+	res, err := c.eval(ctx, lua.Consumers, []string{keys.ConsumersOf(prefix)}, "list").StringSlice()
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	if len(res) == 0 {
+		return time.Time{}, nil, fmt.Errorf("unexpected consumers reply %q", res)
+	}
+	nowMs, err := strconv.ParseInt(res[0], 10, 64)
+	if err != nil {
+		return time.Time{}, nil, fmt.Errorf("unexpected consumers reply %q", res[0])
+	}
+	var out []ConsumerRecord
+	for i := 1; i+1 < len(res); i += 2 {
+		seen, rec, ok := strings.Cut(res[i+1], " ")
+		ms, err := strconv.ParseInt(seen, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		out = append(out, ConsumerRecord{ID: res[i], LastSeen: time.UnixMilli(ms), JSON: []byte(rec)})
+	}
+	return time.UnixMilli(nowMs), out, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -83,3 +84,63 @@ func InfoRefused(err error) bool {
 // first write of a script (once a script has written, its later writes
 // are allowed, so that it is never cut halfway).
 func OutOfMemory(err error) bool { return redis.HasErrorPrefix(err, "OOM") }
+
+// ServerInfo is what INFO says of the deployment: of the server of a
+// *redis.Client, summed over the masters of a *redis.ClusterClient.
+type ServerInfo struct {
+	Addr       string // the address the client was given (the first of a Cluster's)
+	Version    string // redis_version (the lowest of the masters')
+	Mode       string // redis_mode: standalone or cluster
+	Masters    int
+	UsedMemory int64 // used_memory, bytes
+	MaxMemory  int64 // maxmemory, bytes; 0: no limit
+	Clients    int64 // connected_clients
+	Eviction   string
+}
+
+// Info reads ServerInfo with INFO (one round trip per master).
+func (c *Client) Info(ctx context.Context) (ServerInfo, error) {
+	var out ServerInfo
+	var mu sync.Mutex
+	add := func(ctx context.Context, rdb redis.Cmdable) error {
+		info, err := rdb.Info(ctx, "server", "memory", "clients").Result()
+		if err != nil {
+			return err
+		}
+		f := map[string]string{}
+		for line := range strings.SplitSeq(info, "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+				f[k] = v
+			}
+		}
+		num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
+		mu.Lock()
+		defer mu.Unlock()
+		out.Masters++
+		if out.Version == "" || f["redis_version"] < out.Version {
+			out.Version = f["redis_version"]
+		}
+		out.Mode = f["redis_mode"]
+		out.UsedMemory += num("used_memory")
+		out.MaxMemory += num("maxmemory")
+		out.Clients += num("connected_clients")
+		if out.Eviction == "" || Evicts(f["maxmemory_policy"]) {
+			out.Eviction = f["maxmemory_policy"]
+		}
+		return nil
+	}
+	var err error
+	switch r := c.rdb.(type) {
+	case *redis.ClusterClient:
+		if addrs := r.Options().Addrs; len(addrs) > 0 {
+			out.Addr = addrs[0]
+		}
+		err = r.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return add(ctx, m) })
+	case *redis.Client:
+		out.Addr = r.Options().Addr
+		err = add(ctx, r)
+	default:
+		err = add(ctx, c.rdb)
+	}
+	return out, err
+}
