@@ -81,7 +81,7 @@ func fixture(t *testing.T, rdb redis.UniversalClient) string {
 		}
 		settled := st.NextDue.Equal(fixtureDue)
 		st.NextDue, st.Eviction = time.Time{}, ""
-		return slices.Contains(names, name) && settled && st == blocking.Stats{Delayed: 3, Dead: 2}
+		return slices.Contains(names, name) && settled && st == blocking.Stats{Delayed: 3, Dead: 2, Failed: 2}
 	})
 	return name
 }

@@ -46,6 +46,10 @@ type itemJSON struct {
 	Expired       bool              `json:"expired"`
 	Headers       map[string]string `json:"headers"`
 	Error         string            `json:"error,omitempty"` // the redelay-error header
+	// DeadAt is when a dead letter was dead-lettered; Errors the errors of
+	// the item's last failed attempts, newest last.
+	DeadAt time.Time `json:"dead_at,omitzero"`
+	Errors []string  `json:"errors,omitempty"`
 	Value         json.RawMessage   `json:"value"`
 	ValueCut      string            `json:"value_cut,omitempty"` // why value is null though the payload decoded
 	DecodeError   string            `json:"decode_error,omitempty"`
@@ -75,6 +79,8 @@ func newItemJSON(it inspect.Item) itemJSON {
 		Expired:       it.Expired,
 		Headers:       h,
 		Error:         it.Headers[blocking.HeaderError],
+		DeadAt:        jsonTime(it.DeadAt),
+		Errors:        it.Errors,
 		Value:         value,
 		ValueCut:      cut,
 		DecodeError:   it.DecodeError,
@@ -358,6 +364,10 @@ nested more than 1000 levels deep.
 	}
 }
 
+// storyHeaders are the headers redelay keeps a failing item's story in
+// (inspect.Item's Attempt, DeadAt and Errors read them).
+var storyHeaders = []string{"redelay-errors", "redelay-dead-at", "redelay-attempts"}
+
 // writeItem writes every field of the item of queue for people.
 func writeItem(w io.Writer, queue string, it inspect.Item) error {
 	t := newTable(w)
@@ -370,15 +380,30 @@ func writeItem(w io.Writer, queue string, it inspect.Item) error {
 	fmt.Fprintf(t, "DUE\t%s\n", formatTime(it.DueAt))
 	fmt.Fprintf(t, "LEASE-DEADLINE\t%s\n", formatTime(it.LeaseDeadline))
 	fmt.Fprintf(t, "EXPIRED\t%s\n", yesNo(it.Expired))
-	if len(it.Headers) == 0 {
+	if !it.DeadAt.IsZero() {
+		fmt.Fprintf(t, "DEAD-AT\t%s\n", formatTime(it.DeadAt))
+	}
+	for i, e := range it.Errors {
+		label := ""
+		if i == 0 {
+			label = "ERRORS"
+		}
+		fmt.Fprintf(t, "%s\t%d. %s\n", label, i+1, oneLine(e, 500))
+	}
+	// The story headers are shown above, as DEAD-AT and ERRORS.
+	headers := maps.Clone(it.Headers)
+	for _, k := range storyHeaders {
+		delete(headers, k)
+	}
+	if len(headers) == 0 {
 		fmt.Fprintf(t, "HEADERS\t%s\n", none)
 	}
-	for i, k := range slices.Sorted(maps.Keys(it.Headers)) {
+	for i, k := range slices.Sorted(maps.Keys(headers)) {
 		label := ""
 		if i == 0 {
 			label = "HEADERS"
 		}
-		lines := strings.Split(strings.ReplaceAll(it.Headers[k], "\t", " "), "\n")
+		lines := strings.Split(strings.ReplaceAll(headers[k], "\t", " "), "\n")
 		fmt.Fprintf(t, "%s\t%s: %s\n", label, safeText(k), safeText(lines[0]))
 		for _, l := range lines[1:] {
 			fmt.Fprintf(t, "\t  %s\n", safeText(l))

@@ -19,9 +19,9 @@ func (a *app) queuesCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "queues",
 		Short: "List the queues on this Redis",
-		Long: `List the queues on this Redis, by name: every queue a process consumed, or
-transferred (delayed.New, transfer.Run). A queue that only ever had producers is
-not listed, but every command that names it works.
+		Long: `List the queues on this Redis, by name: every queue a process consumed,
+transferred (delayed.New, transfer.Run) or offered to (announced by the first
+offer of each producing process).
 
 -o json prints an array of {"name": ...}.`,
 		Args: exactArgs(),

@@ -84,6 +84,7 @@ it.`,
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.queuesCommand(),
+		a.consumersCommand(),
 		a.statsCommand(),
 		a.lsCommand(),
 		a.getCommand(),

@@ -23,6 +23,10 @@ type statsRow struct {
 	Paused    bool      `json:"paused"`
 	LatencyMS int64     `json:"latency_ms"`
 	NextDue   time.Time `json:"next_due,omitzero"`
+	// Processed and Failed are the queue's totals since it was first
+	// used: items settled successfully, and failed attempts.
+	Processed int64 `json:"processed"`
+	Failed    int64 `json:"failed"`
 	// Eviction is the maxmemory-policy of the queue's Redis server; ""
 	// when unknown.
 	Eviction string `json:"eviction,omitempty"`
@@ -51,7 +55,9 @@ func (a *app) statsCommand() *cobra.Command {
 (not yet due), RETRY (failed, waiting for the next attempt), READY, INFLIGHT
 (received, not settled) and DEAD; whether it is PAUSED; its LATENCY (how long
 the oldest ready item has waited since it fell due: alert on it) and when its
-next delayed item or retry falls due (NEXT-DUE). A name in the registry of
+next delayed item or retry falls due (NEXT-DUE); PROCESSED and FAILED count the
+items settled successfully (acked, or taken) and the failed attempts since the
+queue was first used. A name in the registry of
 queues that is no valid queue name is skipped with a warning on stderr. When
 the Redis server may evict keys (its maxmemory-policy, on any master, is not
 noeviction), a warning on stderr says so: items can vanish without an error.
@@ -59,13 +65,18 @@ noeviction), a warning on stderr says so: items can vanish without an error.
 --watch samples again every --interval until Ctrl-C, redrawing in place on a
 terminal (else printing one table after another, a blank line apart), and adds
 how fast READY and DEAD change per second between samples (READY/S, DEAD/S).
-Each sample must answer within --timeout.
+Each sample must answer within --timeout. When a sample fails, the figures are
+not shown as live: a line at the top says "Redis unreachable since 07:55:30 —
+figures below are from 07:55:28" above the last table (on a terminal; else
+that line alone, each sample), until a sample succeeds again.
 
 -o json prints an array of objects: queue, delayed, retry, ready, inflight,
-dead, paused, latency_ms, next_due (RFC 3339, omitted when none), eviction
+dead, paused, latency_ms, next_due (RFC 3339, omitted when none), processed,
+failed, eviction
 (the server's maxmemory-policy, omitted when unknown). With --watch,
 one line of JSON per sample: {"time": ..., "queues": [...]}, the queues with
-ready_per_sec and dead_per_sec from the second sample on.`,
+ready_per_sec and dead_per_sec from the second sample on; a failed sample is
+{"time": ..., "error": ..., "unreachable_since": ...}.`,
 		Args:              rangeArgs(0, "QUEUE"),
 		ValidArgsFunction: a.completeQueue,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
@@ -142,6 +153,8 @@ func collectStats(ctx context.Context, in *inspect.Inspector, queue string, skip
 			Paused:    st.Paused,
 			LatencyMS: millis(st.Latency),
 			NextDue:   jsonTime(st.NextDue),
+			Processed: st.Processed,
+			Failed:    st.Failed,
 			Eviction:  st.Eviction,
 			latency:   st.Latency,
 		})
@@ -168,15 +181,15 @@ func warnEviction(w io.Writer, policy string) {
 // and DEAD/S columns, blank where a row has none.
 func writeStatsTable(w io.Writer, rows []statsRow, rates bool) error {
 	t := newTable(w)
-	header := "QUEUE\tDELAYED\tRETRY\tREADY\tINFLIGHT\tDEAD\tPAUSED\tLATENCY\tNEXT-DUE"
+	header := "QUEUE\tDELAYED\tRETRY\tREADY\tINFLIGHT\tDEAD\tPAUSED\tLATENCY\tNEXT-DUE\tPROCESSED\tFAILED"
 	if rates {
 		header += "\tREADY/S\tDEAD/S"
 	}
 	fmt.Fprintln(t, header)
 	for _, r := range rows {
-		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s",
+		fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d",
 			safeText(r.Queue), r.Delayed, r.Retry, r.Ready, r.Inflight, r.Dead,
-			yesNo(r.Paused), formatDuration(r.latency), formatTime(r.NextDue))
+			yesNo(r.Paused), formatDuration(r.latency), formatTime(r.NextDue), r.Processed, r.Failed)
 		if rates {
 			fmt.Fprintf(t, "\t%s\t%s", formatRate(r.ReadyPerSec), formatRate(r.DeadPerSec))
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/redelay/redelay/inspect"
 )
 
 // clearScreen moves a terminal's cursor home and clears the screen.
@@ -40,6 +43,8 @@ func (a *app) watchStats(cmd *cobra.Command, queue string, interval time.Duratio
 	defer tick.Stop()
 	var prev map[string]statsRow
 	var prevAt time.Time
+	var last []statsRow         // the last sample's rows, shown as stale while samples fail
+	var failing time.Time       // when samples started failing; zero while they succeed
 	warned := map[string]bool{} // registry entries skipped: told once
 	evicting := ""              // the eviction policy last warned of
 	skipped := func(name string, err error) {
@@ -63,12 +68,24 @@ func (a *app) watchStats(cmd *cobra.Command, queue string, interval time.Duratio
 		case err != nil && n == 0:
 			return c.wrap(err, a.flags.timeout.String())
 		case err != nil:
-			fmt.Fprintf(errOut, "redelay: %s\n", safeLines(a.redact(message(c.wrap(err, a.flags.timeout.String())))))
+			msg := safeLines(a.redact(message(c.wrap(err, a.flags.timeout.String()))))
+			fmt.Fprintf(errOut, "redelay: %s\n", msg)
+			if failing.IsZero() {
+				failing = at
+			}
+			what := "Redis unreachable"
+			if errors.Is(err, inspect.ErrNotFound) || errors.Is(err, inspect.ErrInvalidArgument) {
+				what = "stats failing" // Redis answered: the queue is gone
+			}
+			if err := a.writeStale(out, last, prevAt, failing, at, what, msg, redraw); err != nil {
+				return err
+			}
 		default:
+			failing = time.Time{}
 			if prev != nil {
 				addRates(rows, prev, at.Sub(prevAt))
 			}
-			prev, prevAt = byQueue(rows), at
+			prev, prevAt, last = byQueue(rows), at, rows
 			if err := a.writeSample(out, rows, at, interval, n, redraw); err != nil {
 				return err
 			}
@@ -95,6 +112,31 @@ func (a *app) writeSample(w io.Writer, rows []statsRow, at time.Time, interval t
 		fmt.Fprintln(w)
 	}
 	return writeStatsTable(w, rows, true)
+}
+
+// writeStale says that the sample at failed, and since when samples fail,
+// so that the figures of the last good sample (last, taken at lastAt) are
+// not read as live: a line of JSON with -o json; on a terminal, the last
+// table redrawn under a line that says so; else that line alone.
+func (a *app) writeStale(w io.Writer, last []statsRow, lastAt, since, at time.Time, what, msg string, redraw bool) error {
+	if a.json() {
+		return writeJSONLine(w, watchFailure{Time: jsonTime(at), Error: msg, UnreachableSince: jsonTime(since)})
+	}
+	if !redraw {
+		_, err := fmt.Fprintf(w, "\nSTALE: %s since %s — the last figures, above, are from %s\n",
+			what, since.Format(time.TimeOnly), lastAt.Format(time.TimeOnly))
+		return err
+	}
+	line := fmt.Sprintf("STALE: %s since %s — figures below are from %s", what, since.Format(time.TimeOnly), lastAt.Format(time.TimeOnly))
+	fmt.Fprintf(w, "%s%s\n\n", clearScreen, line)
+	return writeStatsTable(w, last, true)
+}
+
+// watchFailure is the JSON line of a sample that failed.
+type watchFailure struct {
+	Time             time.Time `json:"time"`
+	Error            string    `json:"error"`
+	UnreachableSince time.Time `json:"unreachable_since"`
 }
 
 // addRates sets the rates of rows from the counts of the previous sample,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -44,14 +45,14 @@ func TestStatsWatch(t *testing.T) {
 		}
 		for i, table := range tables {
 			lines := strings.Split(table, "\n")
-			if len(lines) != 2 || !strings.HasSuffix(strings.Join(strings.Fields(lines[0]), " "), "NEXT-DUE READY/S DEAD/S") {
+			if len(lines) != 2 || !strings.HasSuffix(strings.Join(strings.Fields(lines[0]), " "), "NEXT-DUE PROCESSED FAILED READY/S DEAD/S") {
 				t.Fatalf("table %d:\n%s", i, table)
 			}
 			fields := strings.Fields(lines[1])
 			switch {
-			case i == 0 && len(fields) != 9:
+			case i == 0 && len(fields) != 11:
 				t.Fatalf("first table has rates:\n%s", table)
-			case i > 0 && (len(fields) != 11 || !strings.HasPrefix(fields[9], "+") || fields[10] != "0"):
+			case i > 0 && (len(fields) != 13 || !strings.HasPrefix(fields[11], "+") || fields[12] != "0"):
 				t.Fatalf("table %d has no rates, or wrong ones:\n%s", i, table)
 			}
 		}
@@ -97,4 +98,86 @@ func watch(t *testing.T, args ...string) string {
 		t.Fatalf("redelay %q interrupted: %v\nstderr:\n%s", args, err, errOut.String())
 	}
 	return out.String()
+}
+
+// stats --watch never shows stale figures as live: while Redis cannot be
+// reached, each sample says since when, and the figures of the last good
+// sample are marked as such; it recovers by itself.
+func TestStatsWatchStale(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := srv.Client(t)
+	q := blocking.New[parcel](rdb, "stale")
+	defer q.Close()
+	if _, err := q.Offer(context.Background(), parcel{SKU: "a", Qty: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"json", "table"} {
+		t.Run(mode, func(t *testing.T) {
+			// Every queue: after the restart (without data) none is left,
+			// and an empty table is live.
+			args := []string{"--redis", "redis://" + srv.Addr(), "--timeout", "1s", "stats", "--watch", "--interval", "200ms"}
+			if mode == "json" {
+				args = append(args, "-o", "json")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := command(ctx, args...)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := make(chan string, 1000)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			await := func(what string, ok func(string) bool) string {
+				t.Helper()
+				for {
+					select {
+					case l, open := <-lines:
+						if !open {
+							t.Fatalf("stats --watch ended before %s", what)
+						}
+						if ok(l) {
+							return l
+						}
+					case <-ctx.Done():
+						t.Fatalf("no %s", what)
+					}
+				}
+			}
+			live := func(l string) bool {
+				return strings.HasPrefix(l, `{"time"`) && strings.Contains(l, `"queues"`) || strings.HasPrefix(l, "QUEUE ")
+			}
+			await("a first sample", live)
+			if err := srv.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			stale := await("a stale sample", func(l string) bool {
+				return strings.Contains(l, "unreachable_since") || strings.HasPrefix(l, "STALE: Redis unreachable since ")
+			})
+			if mode == "table" && !strings.Contains(stale, "the last figures, above, are from") {
+				t.Errorf("stale line %q", stale)
+			}
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			await("a live sample after the restart", live)
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			for range lines {
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("stats --watch: %v", err)
+			}
+		})
+	}
 }
