@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/delayed"
 	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
@@ -135,6 +137,54 @@ func TestServer(t *testing.T) {
 		if s.Mode != wantMode || s.Masters != wantMasters || s.Addr != wantAddr || s.Version == "" ||
 			s.UsedMemory <= 0 || s.Clients <= 0 || s.Eviction != "noeviction" {
 			t.Errorf("Server() = %+v, want mode %s, %d masters, address %s", s, wantMode, wantMasters, wantAddr)
+		}
+	})
+}
+
+// TestRunSchedule: running a schedule offers its value ready at once under
+// a new ID and leaves the schedule as it was; Unschedule removes it.
+func TestRunSchedule(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name)
+		t.Cleanup(func() { _ = q.Close() })
+		dq := delayed.New(q, delayed.WithoutTransfer())
+		t.Cleanup(func() { _ = dq.Close() })
+		if err := dq.Schedule(ctx, "nightly", "0 3 * * *", "report"); err != nil {
+			t.Fatal(err)
+		}
+		in := inspect.New(rdb)
+		before, err := in.Schedules(ctx, name)
+		if err != nil || len(before) != 1 {
+			t.Fatalf("Schedules: %v, %v", before, err)
+		}
+		id, err := in.RunSchedule(ctx, name, "nightly")
+		if err != nil || !strings.HasPrefix(id, "nightly@run-") {
+			t.Fatalf("RunSchedule: %q, %v", id, err)
+		}
+		it, err := in.Get(ctx, name, id)
+		if err != nil || it.State != inspect.Ready || it.Value != "report" {
+			t.Fatalf("the item run: %+v, %v", it, err)
+		}
+		if v, err := q.Take(ctx); err != nil || v != "report" {
+			t.Fatalf("Take: %q, %v", v, err)
+		}
+		after, err := in.Schedules(ctx, name)
+		if err != nil || len(after) != 1 || !after[0].Next.Equal(before[0].Next) {
+			t.Fatalf("the schedule changed: %+v, was %+v (%v)", after, before, err)
+		}
+		if _, err := in.RunSchedule(ctx, name, "missing"); !errors.Is(err, inspect.ErrNotFound) {
+			t.Fatalf("RunSchedule of no schedule: %v", err)
+		}
+		if ok, err := in.Unschedule(ctx, name, "nightly"); err != nil || !ok {
+			t.Fatalf("Unschedule: %v, %v", ok, err)
+		}
+		if ok, err := in.Unschedule(ctx, name, "nightly"); err != nil || ok {
+			t.Fatalf("Unschedule again: %v, %v", ok, err)
+		}
+		if ss, err := in.Schedules(ctx, name); err != nil || len(ss) != 0 {
+			t.Fatalf("Schedules after Unschedule: %+v, %v", ss, err)
 		}
 	})
 }

@@ -58,6 +58,7 @@ func TestNoKeyspaceScan(t *testing.T) {
 					{"History", func() error { _, err := in.History(ctx, f.name, time.Time{}); return err }},
 					{"Consumers", func() error { _, err := in.Consumers(ctx); return err }},
 					{"Server", func() error { _, err := in.Server(ctx); return err }},
+					{"RunSchedule", func() error { _, err := in.RunSchedule(ctx, f.name, "nightly"); return err }},
 				}
 				for _, st := range inspect.States() {
 					calls = append(calls, call{"List", func() error { _, err := in.List(ctx, f.name, st, 0, inspect.MaxPage); return err }})
@@ -77,6 +78,7 @@ func TestNoKeyspaceScan(t *testing.T) {
 					call{"Delete", func() error { return in.Delete(ctx, f.name, "o-inflight") }},
 					call{"Pause", func() error { return in.Pause(ctx, f.name) }},
 					call{"Resume", func() error { return in.Resume(ctx, f.name) }},
+					call{"Unschedule", func() error { _, err := in.Unschedule(ctx, f.name, "nightly"); return err }},
 				)
 				for _, st := range inspect.States() {
 					calls = append(calls, call{"Purge", func() error { _, err := in.Purge(ctx, f.name, st); return err }})

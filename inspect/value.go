@@ -24,7 +24,7 @@ func decoderFor(codec string) decoder {
 	case "raw":
 		return decodeRaw
 	case "":
-		return cannotDecode("the queue's codec is not recorded yet (a process records it when it first consumes or transfers the queue)")
+		return cannotDecode("the queue's codec is not recorded yet (a process records it when it first offers to, consumes or transfers the queue)")
 	default:
 		return cannotDecode(fmt.Sprintf("the queue's codec %q has no generic decoder (only msgpack, json and raw do)", codec))
 	}

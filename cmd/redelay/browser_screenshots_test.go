@@ -244,7 +244,7 @@ func fillShowcase(t *testing.T, rdb redis.UniversalClient) *showcase {
 	}
 	for name, w := range want {
 		waitListed(t, rdb, name, func(st inspect.Stats) bool {
-			st.Latency, st.NextDue, st.Eviction = 0, time.Time{}, ""
+			st.Latency, st.NextDue, st.Eviction, st.Processed, st.Failed = 0, time.Time{}, "", 0, 0
 			return st == w
 		})
 	}

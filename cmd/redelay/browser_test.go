@@ -343,7 +343,7 @@ func testReadOnly(t *testing.T, rdb redis.UniversalClient, browser context.Conte
 			t.Errorf("forged POST to the read-only dashboard's %s: %d, want 403", f.action, code)
 		}
 	}
-	if st := queueStats(t, rdb, name); st != (inspect.Stats{Delayed: 3, Ready: 2, Dead: 2, Latency: st.Latency, NextDue: st.NextDue, Eviction: st.Eviction}) {
+	if st := queueStats(t, rdb, name); st != (inspect.Stats{Delayed: 3, Ready: 2, Dead: 2, Latency: st.Latency, NextDue: st.NextDue, Eviction: st.Eviction, Failed: 2}) {
 		t.Errorf("stats after forged POSTs to a read-only dashboard: %+v", st)
 	}
 

@@ -16,9 +16,10 @@ import (
 type changeJSON struct {
 	Queue string `json:"queue"`
 	// Action is what was done: cancelled, rescheduled, promoted,
-	// requeued, purged, paused or resumed.
-	Action string `json:"action"`
-	ID     string `json:"id,omitempty"`
+	// requeued, purged, paused, resumed, ran (a schedule) or unscheduled.
+	Action   string `json:"action"`
+	Schedule string `json:"schedule,omitempty"` // the schedule run or unscheduled
+	ID       string `json:"id,omitempty"`
 	// IDBase64 is the ID's bytes when they are not UTF-8 (see itemJSON).
 	IDBase64 []byte    `json:"id_base64,omitempty"`
 	State    string    `json:"state,omitempty"`  // the state purged

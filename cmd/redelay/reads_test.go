@@ -75,6 +75,7 @@ func TestReadJSON(t *testing.T) {
 		want := map[string]any{
 			"queue": name, "delayed": 3.0, "retry": 0.0, "ready": 0.0, "inflight": 0.0, "dead": 2.0,
 			"paused": false, "latency_ms": 0.0, "next_due": "2099-01-02T03:04:05Z", "eviction": "noeviction",
+			"processed": 0.0, "failed": 2.0,
 		}
 		if !equalJSON(stats[0], want) {
 			t.Fatalf("stats -o json = %v, want %v", stats[0], want)
@@ -103,9 +104,13 @@ func TestReadJSON(t *testing.T) {
 
 		var dead map[string]any
 		decode(t, ok(t, with(conn, "get", name, "dead-1", "-o", "json")...), &dead)
-		keys := []string{"id", "state", "attempt", "priority", "enqueued_at", "due_at", "expired", "headers", "error", "value", "payload_base64"}
+		keys := []string{"id", "state", "attempt", "priority", "enqueued_at", "due_at", "expired", "headers", "error", "value", "payload_base64",
+			"dead_at", "errors"}
 		if got := sortedKeys(dead); !slices.Equal(got, sorted(keys)) {
 			t.Fatalf("get -o json of a dead letter has the fields %v, want %v", got, sorted(keys))
+		}
+		if errs, _ := dead["errors"].([]any); len(errs) != 1 || errs[0] != "carrier: address not found" || dead["attempt"] != 1.0 {
+			t.Fatalf("get -o json of a dead letter: errors %v, attempt %v", dead["errors"], dead["attempt"])
 		}
 		if dead["state"] != "dead" || !strings.Contains(dead["error"].(string), "carrier: address not found") ||
 			dead["headers"].(map[string]any)[blocking.HeaderError] != dead["error"] {
@@ -163,6 +168,29 @@ func TestSchedules(t *testing.T) {
 		}
 		if _, ok := infos[0]["last"]; ok {
 			t.Fatalf("a schedule that never fired has a last tick: %v", infos[0])
+		}
+
+		// Run one now, then remove another.
+		var ran map[string]any
+		decode(t, ok(t, with(conn, "run-schedule", name, "nightly", "-o", "json")...), &ran)
+		id, _ := ran["id"].(string)
+		if ran["action"] != "ran" || ran["schedule"] != "nightly" || !strings.HasPrefix(id, "nightly@run-") {
+			t.Fatalf("run-schedule -o json: %v", ran)
+		}
+		if out := ok(t, with(conn, "get", name, id)...); !strings.Contains(out, "STATE           ready") {
+			t.Fatalf("get %s:\n%s", id, out)
+		}
+		if out := ok(t, with(conn, "unschedule", name, "weekly")...); out != `unscheduled "weekly" of queue "`+name+"\"\n" {
+			t.Fatalf("unschedule printed %q", out)
+		}
+		for _, args := range [][]string{{"unschedule", name, "weekly"}, {"run-schedule", name, "weekly"}} {
+			if r := cli(t, with(conn, args...)...); r.code != 1 {
+				t.Fatalf("%q of a removed schedule: %v", args, r)
+			}
+		}
+		decode(t, ok(t, with(conn, "schedules", name, "-o", "json")...), &infos)
+		if len(infos) != 2 || infos[0]["name"] != "nightly" || infos[1]["name"] != "yearly" {
+			t.Fatalf("schedules after unschedule: %v", infos)
 		}
 	})
 }

@@ -96,6 +96,8 @@ it.`,
 		a.pauseCommand(),
 		a.resumeCommand(),
 		a.schedulesCommand(),
+		a.runScheduleCommand(),
+		a.unscheduleCommand(),
 		a.dashboardCommand(),
 		a.versionCommand(),
 	)

@@ -70,3 +70,58 @@ and LAST (the latest tick that fired; - if none yet).
 		}),
 	}
 }
+
+// runScheduleCommand returns the run-schedule command.
+func (a *app) runScheduleCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run-schedule QUEUE SCHEDULE",
+		Short: "Run a recurring schedule once, now",
+		Long: `Offer one item with the value of the recurring schedule SCHEDULE of QUEUE, ready
+at once, under a new ID (SCHEDULE@run-…), which it prints. The schedule and its
+next tick stay as they are. Exit 1 when there is no such schedule.`,
+		Args:              exactArgs("QUEUE", "SCHEDULE"),
+		ValidArgsFunction: a.completeQueue,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			var id string
+			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
+				var err error
+				id, err = in.RunSchedule(ctx, args[0], args[1])
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			return a.report(cmd.OutOrStdout(), changeJSON{Queue: args[0], Action: "ran", Schedule: args[1], ID: id},
+				fmt.Sprintf("ran schedule %q of queue %q now: item %q", args[1], args[0], id))
+		}),
+	}
+}
+
+// unscheduleCommand returns the unschedule command.
+func (a *app) unscheduleCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "unschedule QUEUE SCHEDULE",
+		Short: "Remove a recurring schedule and its ticks not yet delivered",
+		Long: `Remove the recurring schedule SCHEDULE of QUEUE and its ticks not yet delivered,
+as delayed.Queue.Unschedule does. Exit 1 when there is no such schedule. A
+process that calls Schedule again at its start puts it back.`,
+		Args:              exactArgs("QUEUE", "SCHEDULE"),
+		ValidArgsFunction: a.completeQueue,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			var found bool
+			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
+				var err error
+				found, err = in.Unschedule(ctx, args[0], args[1])
+				if err == nil && !found {
+					err = fmt.Errorf("unschedule %q: no schedule %q: %w", args[0], args[1], inspect.ErrNotFound)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			return a.report(cmd.OutOrStdout(), changeJSON{Queue: args[0], Action: "unscheduled", Schedule: args[1]},
+				fmt.Sprintf("unscheduled %q of queue %q", args[1], args[0]))
+		}),
+	}
+}

@@ -393,15 +393,32 @@ func WithHeader(raw []byte, key, value string) (out []byte, id string, ok bool) 
 
 // withHeaders is WithHeader for the changes set makes to the headers.
 func withHeaders(raw []byte, set func(h map[string]string)) (out []byte, id string, ok bool) {
+	return rewrite(raw, nil, set)
+}
+
+// WithID returns raw with its ID set to id, every version (see
+// WithHeader); ok is false, and raw comes back unchanged, when raw is not
+// a readable envelope.
+func WithID(raw []byte, id string) (out []byte, ok bool) {
+	out, _, ok = rewrite(raw, &id, func(map[string]string) {})
+	return out, ok
+}
+
+// rewrite rebuilds the prefix of raw that every version shares: its ID
+// (newID, unless nil) and its headers (after set).
+func rewrite(raw []byte, newID *string, set func(h map[string]string)) (out []byte, id string, ok bool) {
 	var e Envelope
 	rest, err := e.readPrefix(raw)
 	if err != nil {
 		return raw, "", false
 	}
+	if newID != nil {
+		e.ID = *newID
+	}
 	h := make(map[string]string, len(e.Headers)+4)
 	maps.Copy(h, e.Headers)
 	set(h)
-	size := len(raw)
+	size := len(raw) + len(e.ID)
 	for k, v := range h {
 		size += len(k) + len(v) + 2*binary.MaxVarintLen64
 	}

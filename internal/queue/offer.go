@@ -122,7 +122,8 @@ func (q *Queue) Offer(ctx context.Context, v any, w When, r OfferRequest) (strin
 }
 
 // announceOffered records the queue in the registry of queues after this
-// process's first offer that stored something, so that a queue only
+// process's first offer that stored something (or schedule: Schedule),
+// so that a queue only
 // producers used is listed (inspect.Queues, the dashboard, the CLI): one
 // more round trip for the first offer of the process, none after it. A
 // failure is tried again by the next offer; it does not fail the offer.

@@ -8,7 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/schedule"
+	"github.com/redelay/redelay/internal/store"
 )
 
 // MaxScheduleNameLen bounds a schedule's name, in bytes.
@@ -87,6 +89,7 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, v any, loc *tim
 			return fmt.Errorf("schedule %s in %s: %w", name, q.Name(), err)
 		}
 		if ok {
+			q.announceOffered(ctx, nil) // a producer: listed, its codec recorded
 			return nil
 		}
 	}
@@ -187,4 +190,43 @@ func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	}
 	slices.SortFunc(out, func(a, b ScheduleInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// RunSchedule offers, ready at once, one item with the value the schedule
+// name's ticks carry, under a new ID (name, "@run-", and a random part),
+// leaving the schedule and its next tick as they are; it returns the ID.
+// ErrNotFound when the queue has no such schedule.
+func (q *Queue) RunSchedule(ctx context.Context, name string) (string, error) {
+	if err := q.Err(); err != nil {
+		return "", err
+	}
+	if err := checkScheduleName(name); err != nil {
+		return "", fmt.Errorf("run schedule %s: %w", q.Name(), err)
+	}
+	c := q.parts[0]
+	type value struct {
+		env   []byte
+		found bool
+	}
+	v, err := Call(ctx, c, func(ctx context.Context) (value, error) {
+		env, found, err := c.Store.ScheduleValue(ctx, name)
+		return value{env, found}, err
+	}, nil)
+	if err != nil {
+		return "", fmt.Errorf("run schedule %s in %s: %w", name, q.Name(), err)
+	}
+	if !v.found {
+		return "", fmt.Errorf("run schedule %s in %s: no such schedule: %w", name, q.Name(), ErrNotFound)
+	}
+	id := name + "@run-" + NewID()
+	env, ok := envelope.WithID(v.env, id)
+	if !ok {
+		return "", fmt.Errorf("run schedule %s in %s: its stored value is no envelope: %w", name, q.Name(), ErrCorrupt)
+	}
+	w := Now()
+	p := q.route(id)
+	if _, err := p.Offer(ctx, store.OfferItem{ID: id, Env: env, Mode: w.mode, US: w.us}); err != nil {
+		return "", fmt.Errorf("run schedule %s in %s: %w", name, q.Name(), err)
+	}
+	return id, nil
 }

@@ -94,3 +94,13 @@ func (q *Partition) SchedulePark(ctx context.Context, name, old string, untilMs 
 func (c *Client) Now(ctx context.Context) (time.Time, error) {
 	return c.rdb.Time(ctx).Result()
 }
+
+// ScheduleValue reads the envelope the ticks of schedule name carry (its
+// ID empty); found is false when there is none.
+func (q *Partition) ScheduleValue(ctx context.Context, name string) (env []byte, found bool, err error) {
+	b, err := q.c.rdb.HGet(ctx, q.K.ScheduleValues, name).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
