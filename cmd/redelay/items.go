@@ -42,18 +42,18 @@ type itemJSON struct {
 	// LeaseLeftMS is how long the lease of an in-flight item has left,
 	// by the server's clock when ls read it (negative once its deadline
 	// passed); ls only, omitted for an item with no lease.
-	LeaseLeftMS   *int64            `json:"lease_left_ms,omitempty"`
-	Expired       bool              `json:"expired"`
-	Headers       map[string]string `json:"headers"`
-	Error         string            `json:"error,omitempty"` // the redelay-error header
+	LeaseLeftMS *int64            `json:"lease_left_ms,omitempty"`
+	Expired     bool              `json:"expired"`
+	Headers     map[string]string `json:"headers"`
+	Error       string            `json:"error,omitempty"` // the redelay-error header
 	// DeadAt is when a dead letter was dead-lettered; Errors the errors of
 	// the item's last failed attempts, newest last.
-	DeadAt time.Time `json:"dead_at,omitzero"`
-	Errors []string  `json:"errors,omitempty"`
-	Value         json.RawMessage   `json:"value"`
-	ValueCut      string            `json:"value_cut,omitempty"` // why value is null though the payload decoded
-	DecodeError   string            `json:"decode_error,omitempty"`
-	PayloadBase64 []byte            `json:"payload_base64"`
+	DeadAt        time.Time       `json:"dead_at,omitzero"`
+	Errors        []string        `json:"errors,omitempty"`
+	Value         json.RawMessage `json:"value"`
+	ValueCut      string          `json:"value_cut,omitempty"` // why value is null though the payload decoded
+	DecodeError   string          `json:"decode_error,omitempty"`
+	PayloadBase64 []byte          `json:"payload_base64"`
 }
 
 // newItemJSON returns it for JSON.
