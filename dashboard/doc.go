@@ -29,6 +29,27 @@
 //     indented into a huge text costs a bounded page.
 //   - A queue's recurring schedules: name, spec, next and last tick.
 //
+// # Stale figures
+//
+// Every page but an error page names, in its body's data-live attribute,
+// the JSON of the stats it shows (api/overview, or api/overview?q=NAME
+// on the pages of one queue), which the script polls every 2 s. When a
+// refresh fails (the request errs or takes over 10 s, or the answer is
+// not 2xx), a banner at the top of the window, which stays there as the
+// page scrolls, says since when, in the browser's local time: "Redis
+// unreachable since 07:55:30 — figures below are from then" for a 5xx
+// answer (a Redis error answers 502), "The dashboard is unreachable
+// since …" when the dashboard itself did not answer. Meanwhile the
+// figures are greyed and every action (each POST form's controls, and the
+// links to confirm pages) is disabled. The first refresh that succeeds
+// removes the banner and enables them again, and its figures replace the
+// old ones: on the overview, a queue no longer in Redis (after a restart
+// that kept no data) keeps its row, marked "gone from Redis", its counts
+// replaced by dashes and its actions disabled, and queues that appeared
+// are named above the table with a link to reload; on a page of one queue
+// (its JSON answers 404) a note says the queue is gone, and its actions
+// are disabled.
+//
 // Every page carries a banner when the Redis server may evict keys (its
 // maxmemory-policy, on any master, is not noeviction: items can vanish
 // without an error), read with inspect.Inspector.Eviction: once per
@@ -161,7 +182,8 @@
 //     while the queue is paused), "latency", "rate-ready" and "rate-dead"
 //     (filled by the script), "stats-error" when its stats could not be
 //     read; the totals row "totals" with "total-<state>"; "no-queues" when
-//     there is none; the form "open-queue" with its input
+//     there is none; "new-queues" with "new-queue-names" (hidden until a
+//     queue appears that the page does not list); the form "open-queue" with its input
 //     "open-queue-name"; the chart "chart".
 //   - queue page: "queue-name", "paused" (only while paused), "latency",
 //     the tabs "tab-delayed", "tab-retry", "tab-ready", "tab-inflight",
@@ -180,7 +202,9 @@
 //     "action-pause", "action-resume", and the link "action-purge", which
 //     opens the confirm page whose button is "confirm-purge" (and link
 //     "cancel-purge").
-//   - every page: "flash" (the message an action left), "home-link",
+//   - every page: "stale" (the banner of a failed refresh, hidden until
+//     one fails), "gone" (the note that the page's queue is no longer in
+//     Redis, hidden until it is not), "flash" (the message an action left), "home-link",
 //     "read-only" (the badge of a read-only dashboard); the breadcrumbs of
 //     the pages below the overview: "overview-link", "queue-link" and, on an
 //     item's page, "state-link"; error pages: "error".

@@ -11,7 +11,10 @@ import (
 type overviewPage struct {
 	Rows   []overviewRow
 	Totals []stateCount
+	Live   string // the JSON of every queue's stats
 }
+
+func (p overviewPage) liveURL() string { return p.Live }
 
 // overviewRow is one queue on the overview.
 type overviewRow struct {
@@ -35,7 +38,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	l := linksFor(r)
 	stats := h.collect(r.Context(), names)
-	page := overviewPage{Rows: make([]overviewRow, 0, len(stats))}
+	page := overviewPage{Rows: make([]overviewRow, 0, len(stats)), Live: l.API("")}
 	var total inspect.Stats
 	for _, s := range stats {
 		row := overviewRow{Name: s.Name, URL: l.Queue(s.Name)}

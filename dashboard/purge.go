@@ -14,7 +14,10 @@ type purgePage struct {
 	Count  int64
 	Action string // the URL the confirming form POSTs to
 	Back   string // the queue's tab, to go back without purging
+	Live   string // the JSON of the queue's stats: the page turns stale with them
 }
+
+func (p purgePage) liveURL() string { return p.Live }
 
 // purgeConfirm answers the page that asks to confirm the purge of a
 // queue's items in one state (parameters q and state): it changes
@@ -51,6 +54,7 @@ func (h *handler) purgeConfirm(w http.ResponseWriter, r *http.Request) {
 		Count:  count(stats, st),
 		Action: l.Act(actPurge, back, ""),
 		Back:   l.Tab(name, st, 0, 0),
+		Live:   l.API(name),
 	}
 	h.render(w, r, http.StatusOK, "purge", "Purge", p)
 }

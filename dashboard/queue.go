@@ -22,7 +22,10 @@ type queuePage struct {
 	NextURL string
 	Back    target // where the page's actions return
 	Acts    *queueActs
+	Live    string // the JSON of the queue's stats
 }
+
+func (p queuePage) liveURL() string { return p.Live }
 
 // tab is one state's tab on a queue's page.
 type tab struct {
@@ -71,7 +74,7 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := linksFor(r)
-	p := queuePage{Name: name, State: st, Stats: stats, Offset: offset, Limit: limit, Count: count(stats, st)}
+	p := queuePage{Name: name, State: st, Stats: stats, Offset: offset, Limit: limit, Count: count(stats, st), Live: l.API(name)}
 	p.Back = target{From: fromQueue, Queue: name, State: st, Offset: offset, Limit: limit}
 	for _, c := range counts(stats) {
 		p.Tabs = append(p.Tabs, tab{State: c.State, N: c.N, URL: l.Tab(name, c.State, 0, limit), Active: c.State == st})

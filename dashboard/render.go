@@ -43,7 +43,16 @@ type view struct {
 	Eviction string
 	Now      time.Time
 	States   []inspect.State
-	Data     any // the page's own
+	// Live is the URL of the JSON the page's script polls to keep its
+	// figures current and to tell when they stop being so; "" for a page
+	// with nothing to refresh (an error page).
+	Live string
+	Data any // the page's own
+}
+
+// polled is the data of a page whose figures the script refreshes.
+type polled interface {
+	liveURL() string
 }
 
 // render writes the page name with data, with status.
@@ -56,6 +65,9 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		Now:      time.Now(),
 		States:   inspect.States(),
 		Data:     data,
+	}
+	if p, ok := data.(polled); ok {
+		v.Live = p.liveURL()
 	}
 	if p, err := h.in.Eviction(r.Context()); err == nil && p != "noeviction" {
 		v.Eviction = p

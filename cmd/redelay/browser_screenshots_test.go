@@ -98,8 +98,8 @@ func screenshot(t *testing.T, ctx context.Context) []byte {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	if cfg.Width != 1280 || cfg.Height < 600 {
-		t.Fatalf("screenshot of %d×%d, want 1280 wide and at least 600 high", cfg.Width, cfg.Height)
+	if cfg.Width != wideWidth || cfg.Height < 600 {
+		t.Fatalf("screenshot of %d×%d, want %d wide and at least 600 high", cfg.Width, cfg.Height, wideWidth)
 	}
 	return b
 }

@@ -37,6 +37,16 @@ const browserTestTimeout = 60 * time.Second
 // load, an element to show, a condition on the page to hold.
 const pageWait = 15 * time.Second
 
+// The widths the layout is checked at, in CSS pixels: a desktop's window
+// and a phone's screen.
+const (
+	wideWidth   = 1440
+	narrowWidth = 390
+)
+
+// windowHeight is the height of the browser's window at either width.
+const windowHeight = 900
+
 // Browser tests: the dashboard, served by the command as a user runs it,
 // driven by headless Chromium. Each scenario has a queue of its own on the
 // shared Redis server and a tab of its own.
@@ -563,7 +573,7 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-// newBrowser starts headless Chromium, 1280×900, and returns its context,
+// newBrowser starts headless Chromium, wideWidth×windowHeight, and returns its context,
 // which ends within browserTestTimeout. In t.Cleanup the browser is
 // stopped and waited for, with every goroutine that drove it.
 func newBrowser(t *testing.T) context.Context {
@@ -573,7 +583,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(wideWidth, windowHeight),
 	)
 	ctx, cancelTimeout := context.WithTimeout(context.Background(), browserTestTimeout)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -597,6 +607,19 @@ func newTab(t *testing.T, browser context.Context) context.Context {
 	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("opening a tab: %v", err)
+	}
+	return ctx
+}
+
+// newTabAt opens a tab in browser whose viewport is width CSS pixels wide
+// (and windowHeight high), and returns its context.
+func newTabAt(t *testing.T, browser context.Context, width int64) context.Context {
+	t.Helper()
+	ctx := newTab(t, browser)
+	sctx, cancel := context.WithTimeout(ctx, pageWait)
+	defer cancel()
+	if _, err := chromedp.Run(sctx, chromedp.EmulateViewport(width, windowHeight)); err != nil {
+		t.Fatalf("setting the viewport to %d px: %v", width, err)
 	}
 	return ctx
 }
@@ -667,9 +690,7 @@ func waitEqual(t *testing.T, ctx context.Context, what, expr, want string) {
 	t.Helper()
 	deadline := time.Now().Add(pageWait)
 	for {
-		sctx, cancel := context.WithTimeout(ctx, pageWait)
-		got, err := chromedp.Run(sctx, chromedp.Evaluate[string](expr))
-		cancel()
+		got, err := evalString(ctx, expr)
 		if err == nil && got == want {
 			return
 		}
@@ -678,6 +699,14 @@ func waitEqual(t *testing.T, ctx context.Context, what, expr, want string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// evalString evaluates the JavaScript expr, which gives a string, in the
+// page of ctx, within pageWait.
+func evalString(ctx context.Context, expr string) (string, error) {
+	sctx, cancel := context.WithTimeout(ctx, pageWait)
+	defer cancel()
+	return chromedp.Run(sctx, chromedp.Evaluate[string](expr))
 }
 
 // waitAtLeast evaluates the JavaScript expr, which gives a number, in the

@@ -1,39 +1,172 @@
-// The dashboard's only script. It polls the JSON of the chart's data-src
-// every 2 s, draws the depth of each state over time as an SVG line chart,
-// keeps the counts on the page current, and derives rates of change per
-// second between two samples. The server keeps no history: reloading the
-// page starts the chart afresh. Without this script the pages work; only
-// the chart and the rates are missing. It writes text only (textContent),
-// never markup.
+// The dashboard's only script. Every page names, in its body's data-live,
+// the JSON of the stats it shows; the script polls it every 2 s to keep
+// the counts current, and says so at the top of the page as soon as a
+// refresh fails: since when, with the figures greyed and every action
+// disabled until a refresh succeeds again. Where there is a chart, it
+// draws the depth of each state over time (the samples this page took)
+// and derives rates of change per second between two samples. Without
+// this script the pages work; only the live figures, the chart and the
+// rates are missing. It writes text only (textContent), never markup.
 (function () {
   "use strict";
 
   var STATES = ["delayed", "retry", "ready", "inflight", "dead"];
   var INTERVAL_MS = 2000;
+  var TIMEOUT_MS = 10000; // a refresh that takes longer has failed
   var KEEP = 150; // samples kept: 5 minutes
   var SVG_NS = "http://www.w3.org/2000/svg";
   var W = 600, H = 180, LEFT = 48, RIGHT = 8, TOP = 10, BOTTOM = 20;
 
-  var chart = document.querySelector("[data-chart]");
-  if (!chart || !window.fetch) {
+  var body = document.body;
+  var src = body.getAttribute("data-live");
+  if (!src || !window.fetch) {
     return;
   }
-  var src = chart.getAttribute("data-src");
-  var status = chart.querySelector(".chart-status");
-  var plot = chart.querySelector(".chart-plot");
-  var samples = []; // {t: ms, totals: {state: n}}
-  var previous = null; // {t: ms, byName: {name: queue}}
+  var liveURL = new URL(src, document.baseURI);
+  var single = liveURL.searchParams.get("q"); // the queue of a page of one; null on the overview
 
-  var svg = document.createElementNS(SVG_NS, "svg");
-  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
-  svg.setAttribute("class", "chart-svg");
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", "Depth by state over time");
-  var note = plot.querySelector(".chart-nojs");
-  if (note) {
-    note.hidden = true;
+  // ---- Controls: blocked while the figures are stale, or for a queue
+  // that is gone. An element is enabled again only when no reason holds.
+
+  var REASONS = ["stale", "gone"];
+  var CONTROLS = 'form[method="post"] button, form[method="post"] input:not([type="hidden"]), ' +
+    'form[method="post"] select, form[method="post"] textarea, button[form], input[form], a[data-action]';
+
+  function block(scope, why) {
+    Array.prototype.forEach.call(scope.querySelectorAll(CONTROLS), function (el) {
+      var mine = REASONS.some(function (r) { return el.hasAttribute("data-off-" + r); });
+      if (!mine && (el.disabled || el.getAttribute("aria-disabled") === "true")) {
+        return; // disabled by the page itself: not ours to enable
+      }
+      el.setAttribute("data-off-" + why, "");
+      if (el.tagName === "A") {
+        el.setAttribute("aria-disabled", "true");
+        el.setAttribute("tabindex", "-1");
+      } else {
+        el.disabled = true;
+      }
+    });
   }
-  plot.appendChild(svg);
+
+  function unblock(scope, why) {
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-off-" + why + "]"), function (el) {
+      el.removeAttribute("data-off-" + why);
+      if (REASONS.some(function (r) { return el.hasAttribute("data-off-" + r); })) {
+        return;
+      }
+      if (el.tagName === "A") {
+        el.removeAttribute("aria-disabled");
+        el.removeAttribute("tabindex");
+      } else {
+        el.disabled = false;
+      }
+    });
+  }
+
+  // A blocked link goes nowhere.
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest && ev.target.closest("a[aria-disabled='true']");
+    if (a) {
+      ev.preventDefault();
+    }
+  }, true);
+
+  // ---- Staleness: the banner at the top, from the first failed refresh
+  // to the next one that succeeds.
+
+  var banner = document.querySelector('[data-testid="stale"]');
+  var staleSince = null;
+
+  function clock(d) {
+    function two(n) { return (n < 10 ? "0" : "") + n; }
+    return two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
+  }
+
+  // markStale says why the figures stopped being current: failure is
+  // {status: HTTP status} or {network: true}.
+  function markStale(failure) {
+    if (staleSince === null) {
+      staleSince = new Date();
+      body.classList.add("stale");
+      block(document, "stale");
+    }
+    var what;
+    if (failure.network) {
+      what = "The dashboard is unreachable";
+    } else if (failure.status >= 500) {
+      what = "Redis unreachable";
+    } else {
+      what = "Refreshing fails (HTTP " + failure.status + ")";
+    }
+    if (banner) {
+      banner.textContent = what + " since " + clock(staleSince) + " \u2014 figures below are from then";
+      banner.hidden = false;
+    }
+  }
+
+  function markFresh() {
+    if (staleSince === null) {
+      return;
+    }
+    staleSince = null;
+    body.classList.remove("stale");
+    unblock(document, "stale");
+    if (banner) {
+      banner.hidden = true;
+      banner.textContent = "";
+    }
+  }
+
+  // ---- Polling.
+
+  function poll() {
+    var ctl = window.AbortController ? new AbortController() : null;
+    var timer = ctl ? window.setTimeout(function () { ctl.abort(); }, TIMEOUT_MS) : 0;
+    fetch(src, {
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { Accept: "application/json" },
+      signal: ctl ? ctl.signal : undefined
+    })
+      .then(function (res) {
+        if (res.status === 404) {
+          return { gone: true };
+        }
+        if (!res.ok) {
+          return { failure: { status: res.status } };
+        }
+        return res.json().then(function (data) { return { data: data }; });
+      }, function () {
+        return { failure: { network: true } };
+      })
+      .then(function (got) {
+        if (got.failure) {
+          markStale(got.failure);
+          setStatus("update failed");
+          return;
+        }
+        markFresh();
+        if (got.gone) {
+          queueGone();
+        } else {
+          update(got.data);
+        }
+        setStatus("updated " + clock(new Date()));
+      })
+      .catch(function () {
+        markStale({ network: true }); // a body that is not the JSON
+      })
+      .then(function () {
+        window.clearTimeout(timer);
+        window.setTimeout(poll, INTERVAL_MS);
+      });
+  }
+
+  // ---- What a refresh updates.
+
+  var chart = document.querySelector("[data-chart]");
+  var status = chart && chart.querySelector(".chart-status");
+  var previous = null; // {t: ms, byName: {name: queue}}
 
   function setStatus(text) {
     if (status) {
@@ -41,62 +174,46 @@
     }
   }
 
-  function poll() {
-    fetch(src, { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } })
-      .then(function (res) {
-        if (!res.ok) {
-          throw new Error("HTTP " + res.status);
-        }
-        return res.json();
-      })
-      .then(function (data) {
-        update(data);
-        setStatus("updated " + new Date().toLocaleTimeString());
-      })
-      .catch(function (err) {
-        setStatus("update failed: " + err.message);
-      })
-      .then(function () {
-        window.setTimeout(poll, INTERVAL_MS);
-      });
-  }
-
   function update(data) {
     var t = Date.parse(data.time);
     if (isNaN(t)) {
       t = Date.now();
     }
-    var totals = {};
     // No prototype: a queue may be named __proto__ or constructor.
     var byName = Object.create(null);
-    STATES.forEach(function (s) { totals[s] = 0; });
     (data.queues || []).forEach(function (q) {
-      if (q.error) {
-        return;
-      }
       byName[q.name] = q;
-      STATES.forEach(function (s) { totals[s] += q[s]; });
     });
-    samples.push({ t: t, totals: totals });
-    if (samples.length > KEEP) {
-      samples.shift();
-    }
     var dt = previous ? (t - previous.t) / 1000 : 0;
     updateRows(byName, dt);
-    updateTabs(byName);
+    updateQueue(byName);
     previous = { t: t, byName: byName };
-    draw();
+    addSample(t, byName);
   }
 
   // updateRows keeps the overview's rows current: counts, pause, latency
-  // and the rates since the previous sample.
+  // and the rates since the previous sample. A queue no longer in the
+  // answer is gone from Redis: its row says so, without the old counts,
+  // and its actions are disabled. Queues that appeared are named above
+  // the table.
   function updateRows(byName, dt) {
+    if (single !== null) {
+      return;
+    }
     var rows = document.querySelectorAll('[data-testid="queue-row"]');
     var totals = {};
+    var shown = Object.create(null);
     STATES.forEach(function (s) { totals[s] = 0; });
     Array.prototype.forEach.call(rows, function (row) {
-      var q = byName[row.getAttribute("data-queue")];
+      var name = row.getAttribute("data-queue");
+      shown[name] = true;
+      var q = byName[name];
       if (!q) {
+        rowGone(row);
+        return;
+      }
+      rowBack(row);
+      if (q.error) {
         return;
       }
       STATES.forEach(function (s) {
@@ -107,30 +224,99 @@
       setText(row, "next-due", q.next_due ? formatRel(Date.parse(q.next_due) - Date.now()) : "\u2014");
       setPaused(row, q.paused);
       var p = previous && previous.byName[q.name];
-      if (p && dt > 0) {
+      if (p && !p.error && dt > 0) {
         setText(row, "rate-ready", formatRate((q.ready - p.ready) / dt));
         setText(row, "rate-dead", formatRate((q.dead - p.dead) / dt));
       }
     });
     var foot = document.querySelector('[data-testid="totals"]');
-    if (foot && rows.length > 0) {
+    if (foot) {
       STATES.forEach(function (s) { setText(foot, "total-" + s, String(totals[s])); });
+    }
+    var added = Object.keys(byName).filter(function (n) { return !shown[n]; }).sort();
+    var note = document.querySelector('[data-testid="new-queues"]');
+    if (note) {
+      note.hidden = added.length === 0;
+      setText(note, "new-queue-names", added.join(", "));
     }
   }
 
-  // updateTabs keeps a queue page's tab counts current.
-  function updateTabs(byName) {
-    var names = Object.keys(byName);
-    if (names.length !== 1) {
+  function rowGone(row) {
+    if (row.classList.contains("gone")) {
       return;
     }
-    var q = byName[names[0]];
+    row.classList.add("gone");
+    STATES.forEach(function (s) { setText(row, "count-" + s, "\u2014"); });
+    ["latency", "next-due", "rate-ready", "rate-dead"].forEach(function (id) { setText(row, id, "\u2014"); });
+    var cell = row.querySelector(".status");
+    if (cell) {
+      replaceText(cell, "badge gone", "gone", "gone from Redis");
+    }
+    block(row, "gone");
+  }
+
+  function rowBack(row) {
+    if (!row.classList.contains("gone")) {
+      return;
+    }
+    row.classList.remove("gone");
+    var cell = row.querySelector(".status");
+    if (cell) {
+      replaceText(cell, "muted", "", "running");
+    }
+    unblock(row, "gone");
+  }
+
+  // updateQueue keeps a page of one queue current: its tab counts and
+  // latency.
+  function updateQueue(byName) {
+    var q = single !== null && byName[single];
+    if (!q) {
+      return;
+    }
+    queueBack();
+    if (q.error) {
+      return;
+    }
     STATES.forEach(function (s) {
       var el = document.querySelector('[data-live-count="' + s + '"]');
       if (el) {
         el.textContent = String(q[s]);
       }
     });
+    setText(document, "latency", formatMS(q.latency_ms));
+  }
+
+  // queueGone says, on a page of one queue, that the queue is no longer
+  // in Redis (its JSON answers 404): after a restart without its data, or
+  // a purge of its last items and keys.
+  var goneNote = document.querySelector('[data-testid="gone"]');
+  function queueGone() {
+    if (body.classList.contains("gone")) {
+      return;
+    }
+    body.classList.add("gone");
+    if (goneNote) {
+      goneNote.textContent = "Queue \u201c" + single + "\u201d is not in Redis any more (since " + clock(new Date()) +
+        "): what this page shows is gone, and its actions are disabled.";
+      goneNote.hidden = false;
+    }
+    Array.prototype.forEach.call(document.querySelectorAll("[data-live-count]"), function (el) {
+      el.textContent = "\u2014";
+    });
+    block(document, "gone");
+  }
+
+  function queueBack() {
+    if (!body.classList.contains("gone")) {
+      return;
+    }
+    body.classList.remove("gone");
+    if (goneNote) {
+      goneNote.hidden = true;
+      goneNote.textContent = "";
+    }
+    unblock(document, "gone");
   }
 
   function setText(scope, testid, text) {
@@ -138,6 +324,20 @@
     if (el && el.textContent !== text) {
       el.textContent = text;
     }
+  }
+
+  // replaceText replaces what cell holds with one span of text.
+  function replaceText(cell, className, testid, text) {
+    while (cell.firstChild) {
+      cell.removeChild(cell.firstChild);
+    }
+    var span = document.createElement("span");
+    span.className = className;
+    if (testid) {
+      span.setAttribute("data-testid", testid);
+    }
+    span.textContent = text;
+    cell.appendChild(span);
   }
 
   // setPaused shows the paused badge in the row's status cell only while
@@ -148,19 +348,11 @@
     if (!cell || Boolean(badge) === Boolean(paused)) {
       return;
     }
-    while (cell.firstChild) {
-      cell.removeChild(cell.firstChild);
-    }
-    var span = document.createElement("span");
     if (paused) {
-      span.className = "badge paused";
-      span.setAttribute("data-testid", "paused");
-      span.textContent = "paused";
+      replaceText(cell, "badge paused", "paused", "paused");
     } else {
-      span.className = "muted";
-      span.textContent = "running";
+      replaceText(cell, "muted", "", "running");
     }
-    cell.appendChild(span);
   }
 
   function formatRate(r) {
@@ -192,6 +384,43 @@
     var s = Math.round(ms / 1000);
     var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
     return (h ? h + "h" : "") + (h || m ? m + "m" : "") + (s % 60) + "s";
+  }
+
+  // ---- The depth chart: the samples this page took.
+
+  var samples = []; // {t: ms, totals: {state: n}}
+  var svg = null;
+  if (chart) {
+    svg = document.createElementNS(SVG_NS, "svg");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("class", "chart-svg");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", "Depth by state over time");
+    var plot = chart.querySelector(".chart-plot");
+    var nojs = plot.querySelector(".chart-nojs");
+    if (nojs) {
+      nojs.hidden = true;
+    }
+    plot.appendChild(svg);
+  }
+
+  function addSample(t, byName) {
+    if (!svg) {
+      return;
+    }
+    var totals = {};
+    STATES.forEach(function (s) { totals[s] = 0; });
+    Object.keys(byName).forEach(function (name) {
+      var q = byName[name];
+      if (!q.error) {
+        STATES.forEach(function (s) { totals[s] += q[s]; });
+      }
+    });
+    samples.push({ t: t, totals: totals });
+    if (samples.length > KEEP) {
+      samples.shift();
+    }
+    draw();
   }
 
   // niceMax rounds n up to 1, 2 or 5 times a power of ten.
@@ -239,7 +468,7 @@
       svg.appendChild(el("line", { x1: LEFT, x2: W - RIGHT, y1: yy, y2: yy, "class": "grid-line" }));
       svg.appendChild(el("text", { x: LEFT - 6, y: yy + 3, "text-anchor": "end", "class": "axis-label" }, String(f * max)));
     });
-    svg.appendChild(el("text", { x: LEFT, y: H - 4, "class": "axis-label" }, "−" + Math.round(span / 1000) + "s"));
+    svg.appendChild(el("text", { x: LEFT, y: H - 4, "class": "axis-label" }, "\u2212" + Math.round(span / 1000) + "s"));
     svg.appendChild(el("text", { x: W - RIGHT, y: H - 4, "text-anchor": "end", "class": "axis-label" }, "now"));
 
     STATES.forEach(function (k) {
