@@ -7,6 +7,8 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/redelay/redelay/inspect"
@@ -116,9 +118,9 @@ const msgRedis = "Redis did not answer as expected; the details are in the appli
 func (h *handler) classify(r *http.Request, err error) (int, string) {
 	switch {
 	case errors.Is(err, inspect.ErrNotFound):
-		return http.StatusNotFound, err.Error()
+		return http.StatusNotFound, plain(err)
 	case errors.Is(err, errBadInput), errors.Is(err, inspect.ErrInvalidArgument):
-		return http.StatusBadRequest, err.Error()
+		return http.StatusBadRequest, plain(err)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		h.log.Debug("dashboard: request abandoned", "path", r.URL.Path, "err", err)
 		return http.StatusBadGateway, msgRedis
@@ -126,6 +128,30 @@ func (h *handler) classify(r *http.Request, err error) (int, string) {
 		h.log.Error("dashboard: redis error", "path", r.URL.Path, "err", err)
 		return http.StatusBadGateway, msgRedis
 	}
+}
+
+// sentinels are the errors whose words end the messages of the errors
+// that wrap them: the kind, for code, not for people.
+var sentinels = []error{inspect.ErrNotFound, inspect.ErrInvalidArgument, errBadInput}
+
+// reOp matches how the inspector starts its errors: the operation and the
+// queue, as in `get "orders": `.
+var reOp = regexp.MustCompile(`^[a-z-]+ ("(?:[^"\\]|\\.)*"): `)
+
+// plain returns the message of err, a missing queue or item or bad input,
+// in plain words: without the sentinel's words at its end (": redelay: not
+// found", ": bad request"), and with the inspector's operation at its
+// start said as the queue it is about (`queue "orders": no item "x"`
+// rather than `get "orders": no item "x": redelay: not found`).
+func plain(err error) string {
+	msg := err.Error()
+	for _, s := range sentinels {
+		msg = strings.TrimSuffix(msg, ": "+s.Error())
+	}
+	if m := reOp.FindStringSubmatchIndex(msg); m != nil {
+		msg = "queue " + msg[m[2]:m[3]] + ": " + msg[m[1]:]
+	}
+	return msg
 }
 
 // fail writes the error page for err.
