@@ -75,6 +75,7 @@ func New(rdb redis.UniversalClient, opts ...Option) http.Handler {
 	h.routes = map[string]http.HandlerFunc{
 		"":             h.overview,
 		"api/overview": h.apiOverview,
+		"api/history":  h.apiHistory,
 		"queue":        h.queue,
 		"item":         h.item,
 		"schedules":    h.schedules,

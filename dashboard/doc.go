@@ -10,12 +10,17 @@
 //
 //   - The overview: every queue of the registry (inspect.Queues) with its
 //     counts by state (delayed, retry, ready, inflight, dead), whether it is
-//     paused, its latency and next due time, and, drawn by the script, a
-//     chart of the depth by state over time and each queue's rate of change
-//     of its ready and dead counts per second. The script polls the JSON
-//     every 2 s and derives the rates between samples; the server keeps no
-//     history and runs no goroutine of its own. The stats of all queues are
-//     read concurrently (8 at a time), one round trip per queue.
+//     paused, its latency and next due time, its processed and failed
+//     totals (inspect.Stats) and, filled in by the script, its processed
+//     and failed items in the last complete minute (inspect.History; the
+//     minute under way is never shown as a rate). Below, drawn by the
+//     script: a chart of the processed and failed items per minute of
+//     every queue summed, over the last 1 h, 6 h or 24 h, from Redis (it
+//     survives a reload), and a chart of the depth by state over the
+//     samples the page took (every 2 s while it is open; not stored). The
+//     handler runs no goroutine of its own. The stats of all queues are
+//     read concurrently (8 at a time), one round trip per queue; the
+//     history, polled every 15 s, costs three per queue.
 //   - A queue: a tab per state with its count, one page of the items in the
 //     tab's state (ID, due or lease time, enqueued time, attempt, priority,
 //     last error from the header redelay-error, and the value as indented
@@ -155,8 +160,17 @@
 //	purge?q=NAME&state=S                asks to confirm a purge (changes nothing)
 //	api/overview[?q=NAME]               JSON: {"time", "queues": [{"name",
 //	                                    "delayed", "retry", "ready", "inflight",
-//	                                    "dead", "paused", "latency_ms", "next_due",
-//	                                    "error"}]}, of every queue or of one
+//	                                    "dead", "processed", "failed", "paused",
+//	                                    "latency_ms", "next_due", "error"}]}, of
+//	                                    every queue or of one
+//	api/history[?q=NAME][&minutes=N]    JSON: {"time", "minutes", "samples":
+//	                                    [{"at", "processed", "failed"}], "queues":
+//	                                    [{"name", "last_minute": {"at", "processed",
+//	                                    "failed"}, "error"}]}: one sample per minute
+//	                                    over the last N minutes (1 to 1440, default
+//	                                    60), oldest first, the last the minute under
+//	                                    way, of the queue or summed over every queue;
+//	                                    each queue's last complete minute
 //	assets/dashboard.css, assets/dashboard.js
 //
 // Actions (POST, form field csrf; the query names the target, and the
@@ -179,13 +193,19 @@
 //   - overview: each queue's row "queue-row" with data-queue="NAME"; in it
 //     the link "queue-link", the counts "count-delayed", "count-retry",
 //     "count-ready", "count-inflight", "count-dead", "paused" (present only
-//     while the queue is paused), "latency", "rate-ready" and "rate-dead"
-//     (filled by the script), "stats-error" when its stats could not be
-//     read; the totals row "totals" with "total-<state>"; "no-queues" when
+//     while the queue is paused), "latency", "processed", "failed",
+//     "processed-rate" and "failed-rate" (the last complete minute, filled
+//     by the script), "stats-error" when its stats could not be read; the
+//     totals row "totals" with "total-<state>", "total-processed",
+//     "total-failed", "total-processed-rate", "total-failed-rate"; "no-queues" when
 //     there is none; "new-queues" with "new-queue-names" (hidden until a
 //     queue appears that the page does not list); the form "open-queue" with its input
-//     "open-queue-name"; the chart "chart".
+//     "open-queue-name"; the charts "history" (with the buttons
+//     "range-60", "range-360", "range-1440" and the text
+//     "history-summary") and "chart".
 //   - queue page: "queue-name", "paused" (only while paused), "latency",
+//     "processed", "failed", "processed-rate", "failed-rate", the charts
+//     "history" and "chart",
 //     the tabs "tab-delayed", "tab-retry", "tab-ready", "tab-inflight",
 //     "tab-dead" (the active one has aria-current="page"), "range" (which
 //     items are shown), each item's row "item-row" with data-id="ID", in it

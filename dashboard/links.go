@@ -56,6 +56,16 @@ func (l links) API(queue string) string {
 	return l.to("api/overview", v)
 }
 
+// History is the URL of the JSON of the processed and failed counts per
+// minute: of every queue summed, or of queue when it is not empty.
+func (l links) History(queue string) string {
+	v := url.Values{}
+	if queue != "" {
+		v.Set("q", queue)
+	}
+	return l.to("api/history", v)
+}
+
 // Queue is the page of a queue, on its default tab.
 func (l links) Queue(queue string) string {
 	return l.to("queue", url.Values{"q": {queue}})

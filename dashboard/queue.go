@@ -23,6 +23,14 @@ type queuePage struct {
 	Back    target // where the page's actions return
 	Acts    *queueActs
 	Live    string // the JSON of the queue's stats
+	History chart
+}
+
+// chart is a chart of the processed and failed counts per minute that
+// the script draws.
+type chart struct {
+	Src string // the URL of its JSON
+	Of  string // what it counts, when not one queue: "all queues, summed"
 }
 
 func (p queuePage) liveURL() string { return p.Live }
@@ -76,6 +84,7 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	l := linksFor(r)
 	p := queuePage{Name: name, State: st, Stats: stats, Offset: offset, Limit: limit, Count: count(stats, st), Live: l.API(name)}
 	p.Back = target{From: fromQueue, Queue: name, State: st, Offset: offset, Limit: limit}
+	p.History = chart{Src: l.History(name)}
 	for _, c := range counts(stats) {
 		p.Tabs = append(p.Tabs, tab{State: c.State, N: c.N, URL: l.Tab(name, c.State, 0, limit), Active: c.State == st})
 	}

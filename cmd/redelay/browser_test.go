@@ -111,6 +111,10 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("history", func(t *testing.T) {
+		testHistory(t, rdb, browser, full)
+	})
+
 	t.Run("xss", func(t *testing.T) {
 		testXSS(t, rdb, browser, full)
 	})

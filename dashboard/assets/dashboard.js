@@ -2,16 +2,19 @@
 // the JSON of the stats it shows; the script polls it every 2 s to keep
 // the counts current, and says so at the top of the page as soon as a
 // refresh fails: since when, with the figures greyed and every action
-// disabled until a refresh succeeds again. Where there is a chart, it
-// draws the depth of each state over time (the samples this page took)
-// and derives rates of change per second between two samples. Without
-// this script the pages work; only the live figures, the chart and the
-// rates are missing. It writes text only (textContent), never markup.
+// disabled until a refresh succeeds again. Where there are charts, it
+// draws the processed and failed items per minute that Redis counted
+// (api/history, polled every 15 s, which also gives the per-minute
+// figures of the last complete minute), and the depth of each state over
+// the samples this page took. Without this script the pages work; only
+// the live figures, the per-minute figures and the charts are missing. It
+// writes text only (textContent), never markup.
 (function () {
   "use strict";
 
   var STATES = ["delayed", "retry", "ready", "inflight", "dead"];
   var INTERVAL_MS = 2000;
+  var HISTORY_MS = 15000;
   var TIMEOUT_MS = 10000; // a refresh that takes longer has failed
   var KEEP = 150; // samples kept: 5 minutes
   var SVG_NS = "http://www.w3.org/2000/svg";
@@ -166,7 +169,6 @@
 
   var chart = document.querySelector("[data-chart]");
   var status = chart && chart.querySelector(".chart-status");
-  var previous = null; // {t: ms, byName: {name: queue}}
 
   function setStatus(text) {
     if (status) {
@@ -184,24 +186,21 @@
     (data.queues || []).forEach(function (q) {
       byName[q.name] = q;
     });
-    var dt = previous ? (t - previous.t) / 1000 : 0;
-    updateRows(byName, dt);
+    updateRows(byName);
     updateQueue(byName);
-    previous = { t: t, byName: byName };
     addSample(t, byName);
   }
 
-  // updateRows keeps the overview's rows current: counts, pause, latency
-  // and the rates since the previous sample. A queue no longer in the
-  // answer is gone from Redis: its row says so, without the old counts,
-  // and its actions are disabled. Queues that appeared are named above
-  // the table.
-  function updateRows(byName, dt) {
+  // updateRows keeps the overview's rows current: counts, pause, latency,
+  // processed and failed. A queue no longer in the answer is gone from
+  // Redis: its row says so, without the old figures, and its actions are
+  // disabled. Queues that appeared are named above the table.
+  function updateRows(byName) {
     if (single !== null) {
       return;
     }
     var rows = document.querySelectorAll('[data-testid="queue-row"]');
-    var totals = {};
+    var totals = { processed: 0, failed: 0 };
     var shown = Object.create(null);
     STATES.forEach(function (s) { totals[s] = 0; });
     Array.prototype.forEach.call(rows, function (row) {
@@ -216,22 +215,17 @@
       if (q.error) {
         return;
       }
-      STATES.forEach(function (s) {
-        setText(row, "count-" + s, String(q[s]));
+      STATES.concat(["processed", "failed"]).forEach(function (s) {
+        setText(row, s === "processed" || s === "failed" ? s : "count-" + s, String(q[s]));
         totals[s] += q[s];
       });
       setText(row, "latency", formatMS(q.latency_ms));
       setText(row, "next-due", q.next_due ? formatRel(Date.parse(q.next_due) - Date.now()) : "\u2014");
       setPaused(row, q.paused);
-      var p = previous && previous.byName[q.name];
-      if (p && !p.error && dt > 0) {
-        setText(row, "rate-ready", formatRate((q.ready - p.ready) / dt));
-        setText(row, "rate-dead", formatRate((q.dead - p.dead) / dt));
-      }
     });
     var foot = document.querySelector('[data-testid="totals"]');
     if (foot) {
-      STATES.forEach(function (s) { setText(foot, "total-" + s, String(totals[s])); });
+      STATES.concat(["processed", "failed"]).forEach(function (s) { setText(foot, "total-" + s, String(totals[s])); });
     }
     var added = Object.keys(byName).filter(function (n) { return !shown[n]; }).sort();
     var note = document.querySelector('[data-testid="new-queues"]');
@@ -247,7 +241,9 @@
     }
     row.classList.add("gone");
     STATES.forEach(function (s) { setText(row, "count-" + s, "\u2014"); });
-    ["latency", "next-due", "rate-ready", "rate-dead"].forEach(function (id) { setText(row, id, "\u2014"); });
+    ["latency", "next-due", "processed", "failed", "processed-rate", "failed-rate"].forEach(function (id) {
+      setText(row, id, "\u2014");
+    });
     var cell = row.querySelector(".status");
     if (cell) {
       replaceText(cell, "badge gone", "gone", "gone from Redis");
@@ -285,6 +281,8 @@
       }
     });
     setText(document, "latency", formatMS(q.latency_ms));
+    setText(document, "processed", String(q.processed));
+    setText(document, "failed", String(q.failed));
   }
 
   // queueGone says, on a page of one queue, that the queue is no longer
@@ -303,6 +301,9 @@
     }
     Array.prototype.forEach.call(document.querySelectorAll("[data-live-count]"), function (el) {
       el.textContent = "\u2014";
+    });
+    ["latency", "processed", "failed", "processed-rate", "failed-rate"].forEach(function (id) {
+      setText(document, id, "\u2014");
     });
     block(document, "gone");
   }
@@ -353,14 +354,6 @@
     } else {
       replaceText(cell, "muted", "", "running");
     }
-  }
-
-  function formatRate(r) {
-    if (!isFinite(r) || Math.abs(r) < 0.005) {
-      return "0";
-    }
-    var s = Math.abs(r) >= 100 ? r.toFixed(0) : r.toFixed(2);
-    return (r > 0 ? "+" : "") + s;
   }
 
   // formatRel writes a time ms from now as the server renders it.
@@ -481,5 +474,155 @@
     });
   }
 
+  // ---- The history: processed and failed items per minute, as Redis
+  // counted them.
+
+  var hist = document.querySelector("[data-history]");
+  var histMinutes = 60;
+  var histTimer = 0;
+  var histSeq = 0; // answers to a request made before the range changed are dropped
+  var histSVG = null;
+  if (hist) {
+    histSVG = document.createElementNS(SVG_NS, "svg");
+    histSVG.setAttribute("viewBox", "0 0 " + W + " " + H);
+    histSVG.setAttribute("class", "chart-svg");
+    histSVG.setAttribute("role", "img");
+    histSVG.setAttribute("aria-label", "Processed and failed items per minute");
+    var hplot = hist.querySelector(".chart-plot");
+    var hnojs = hplot.querySelector(".chart-nojs");
+    if (hnojs) {
+      hnojs.hidden = true;
+    }
+    hplot.appendChild(histSVG);
+    var ranges = hist.querySelector(".ranges");
+    if (ranges) {
+      ranges.hidden = false;
+      ranges.addEventListener("click", function (ev) {
+        var b = ev.target.closest && ev.target.closest("button[data-minutes]");
+        if (!b) {
+          return;
+        }
+        histMinutes = Number(b.getAttribute("data-minutes"));
+        Array.prototype.forEach.call(ranges.querySelectorAll("button"), function (o) {
+          o.setAttribute("aria-pressed", String(o === b));
+        });
+        window.clearTimeout(histTimer);
+        pollHistory();
+      });
+    }
+  }
+
+  function pollHistory() {
+    var u = new URL(hist.getAttribute("data-src"), document.baseURI);
+    u.searchParams.set("minutes", String(histMinutes));
+    var seq = ++histSeq;
+    var hstatus = hist.querySelector(".chart-status");
+    fetch(u.toString(), { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } })
+      .then(function (res) {
+        if (!res.ok) {
+          throw new Error("HTTP " + res.status);
+        }
+        return res.json();
+      })
+      .then(function (data) {
+        if (seq !== histSeq) {
+          return;
+        }
+        drawHistory(data);
+        updateRates(data);
+        if (hstatus) {
+          hstatus.textContent = "updated " + clock(new Date());
+        }
+      })
+      .catch(function () {
+        if (hstatus && seq === histSeq) {
+          hstatus.textContent = "update failed";
+        }
+      })
+      .then(function () {
+        if (seq === histSeq) {
+          histTimer = window.setTimeout(pollHistory, HISTORY_MS);
+        }
+      });
+  }
+
+  // updateRates writes the per-minute figures of the last complete
+  // minute: of each row on the overview (and their sum), or of the queue.
+  function updateRates(data) {
+    var byName = Object.create(null);
+    (data.queues || []).forEach(function (q) { byName[q.name] = q; });
+    function put(scope, prefix, m) {
+      setText(scope, prefix + "processed-rate", m ? String(m.processed) : "\u2014");
+      setText(scope, prefix + "failed-rate", m ? String(m.failed) : "\u2014");
+    }
+    if (single !== null) {
+      var q = byName[single];
+      put(document, "", q && q.last_minute);
+      return;
+    }
+    Array.prototype.forEach.call(document.querySelectorAll('[data-testid="queue-row"]'), function (row) {
+      var q = byName[row.getAttribute("data-queue")];
+      put(row, "", q && q.last_minute);
+    });
+    var s = data.samples || [];
+    var foot = document.querySelector('[data-testid="totals"]');
+    if (foot) {
+      put(foot, "total-", s.length >= 2 ? s[s.length - 2] : null);
+    }
+  }
+
+  function drawHistory(data) {
+    var svg = histSVG;
+    while (svg.firstChild) {
+      svg.removeChild(svg.firstChild);
+    }
+    var s = data.samples || [];
+    var max = 0, processed = 0, failed = 0;
+    s.forEach(function (m) {
+      max = Math.max(max, m.processed, m.failed);
+      processed += m.processed;
+      failed += m.failed;
+    });
+    max = niceMax(max);
+    var plotW = W - LEFT - RIGHT, plotH = H - TOP - BOTTOM;
+    var n = Math.max(s.length, 2);
+    function x(i) { return LEFT + (i / (n - 1)) * plotW; }
+    function y(v) { return TOP + plotH - (v / max) * plotH; }
+    [0, 0.5, 1].forEach(function (f) {
+      var yy = y(f * max);
+      svg.appendChild(el("line", { x1: LEFT, x2: W - RIGHT, y1: yy, y2: yy, "class": "grid-line" }));
+      svg.appendChild(el("text", { x: LEFT - 6, y: yy + 3, "text-anchor": "end", "class": "axis-label" }, String(f * max)));
+    });
+    if (s.length > 0) {
+      svg.appendChild(el("text", { x: LEFT, y: H - 4, "class": "axis-label" }, clock(new Date(s[0].at)).slice(0, 5)));
+      svg.appendChild(el("text", { x: W - RIGHT, y: H - 4, "text-anchor": "end", "class": "axis-label" }, "now"));
+    }
+    ["processed", "failed"].forEach(function (k) {
+      var points = s.map(function (m, i) {
+        return x(i).toFixed(1) + "," + y(m[k]).toFixed(1);
+      }).join(" ");
+      var line = el("polyline", { points: points, "class": "h-" + k });
+      svg.appendChild(line);
+    });
+    var summary = hist.querySelector('[data-testid="history-summary"]');
+    if (summary) {
+      var last = s.length >= 2 ? s[s.length - 2] : null;
+      summary.textContent = (last ? "Last complete minute (" + clock(new Date(last.at)).slice(0, 5) + "): " +
+        last.processed + " processed, " + last.failed + " failed. " : "") +
+        "Over the " + rangeText(data.minutes) + " shown: " + processed + " processed, " + failed +
+        " failed. The last point is the minute under way.";
+    }
+  }
+
+  function rangeText(minutes) {
+    if (minutes % 60 === 0) {
+      return minutes === 60 ? "hour" : minutes / 60 + " hours";
+    }
+    return minutes + " minutes";
+  }
+
   poll();
+  if (hist) {
+    pollHistory();
+  }
 })();
