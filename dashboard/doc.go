@@ -27,7 +27,12 @@
 //     JSON cut at 2000 bytes, or why it could not be decoded), the actions
 //     on each item and on the queue, and a form to jump to an item by ID.
 //   - An item: every field, its headers, its value, its stored bytes (the
-//     first 4 KiB), and the actions that apply to its state. The value's
+//     first 4 KiB), and the actions that apply to its state. A dead letter
+//     tells its story: its attempts (the deliveries before it died), when
+//     it was dead-lettered and how long ago, and the errors of its last
+//     failed attempts (up to 10), newest last. The headers that hold these
+//     (redelay-errors, redelay-dead-at, redelay-attempts) are not repeated
+//     in the header table; redelay-error, the last error whole, is. The value's
 //     text stops at 256 KiB, and arrays and objects nested more than 100
 //     levels deep are shown as […] and {…} (see inspect.FormatJSON); the
 //     page says when either happened, so that a small payload nested or
@@ -212,7 +217,9 @@
 //     "item-link" and the value's cell "payload"; "no-items" when the page
 //     is empty; "page-prev" and "page-next"; the jump form "jump", its
 //     input "jump-id" and button "jump-submit"; "schedules-link".
-//   - item page: "item-id", "item-state", "item-fields", "last-error",
+//   - item page: "item-id", "item-state", "item-fields", "attempt",
+//     "dead-at" (a dead letter's), "errors" with an "error-entry" per
+//     error, newest last,
 //     "headers" with rows "header-row" (data-name), "payload", "raw".
 //   - schedules page: rows "schedule-row" with data-name, "schedule-spec";
 //     "no-schedules" when there is none.

@@ -146,8 +146,8 @@ func TestItemPage(t *testing.T) {
 		}
 
 		p = b.get("item?q=" + url.QueryEscape(f.name) + "&id=o-dead")
-		if got, _ := cell(p.body, "last-error"); !strings.Contains(got, "fatal") {
-			t.Errorf("dead letter's last error %q", got)
+		if got, _ := cell(p.body, "errors"); !strings.Contains(got, "fatal") {
+			t.Errorf("dead letter's errors %q", got)
 		}
 		if !strings.Contains(p.body, `data-testid="action-requeue"`) {
 			t.Error("no requeue on a dead letter's page")

@@ -231,8 +231,8 @@ func TestXSS(t *testing.T) {
 			if got, _ := cell(item.body, "item-id"); got != id {
 				t.Errorf("item page of %q, want %q", got, id)
 			}
-			if got, _ := cell(item.body, "last-error"); st == "dead" && !strings.HasPrefix(got, img+script) {
-				t.Errorf("last error %q", got)
+			if got, _ := cell(item.body, "error-entry"); st == "dead" && !strings.HasPrefix(got, img+script) {
+				t.Errorf("error %q", got)
 			}
 		}
 		// An action on the dead letter: its flash names the ID, escaped.
