@@ -4,7 +4,15 @@
 // requeue, purge, pause), through package inspect. It is server-rendered
 // with html/template, its style sheet and script are embedded (nothing is
 // fetched from elsewhere, no build step), and every page is fully usable
-// without JavaScript; the script only adds a live chart and rates.
+// without JavaScript; the script adds live figures, the per-minute
+// figures, the charts, the banner of a failed refresh and a box that
+// ticks every item listed. The pages fit a phone's screen (below 760 px
+// wide, each table row becomes a card) and follow the system's dark mode
+// (prefers-color-scheme).
+//
+// The actions are the command line's verbs: cancel (delete an item,
+// wherever it is), promote, reschedule, requeue, requeue all, purge, pause
+// and resume.
 //
 // # Pages
 //
@@ -21,11 +29,22 @@
 //     handler runs no goroutine of its own. The stats of all queues are
 //     read concurrently (8 at a time), one round trip per queue; the
 //     history, polled every 15 s, costs three per queue.
-//   - A queue: a tab per state with its count, one page of the items in the
-//     tab's state (ID, due or lease time, enqueued time, attempt, priority,
-//     last error from the header redelay-error, and the value as indented
-//     JSON cut at 2000 bytes, or why it could not be decoded), the actions
-//     on each item and on the queue, and a form to jump to an item by ID.
+//   - A queue: its latency, next due time, processed and failed totals and
+//     last complete minute; a tab per state with its count; one page of the
+//     items in the tab's state, one line each: a box to select it, its ID,
+//     when it falls due (a lease's end in flight, when it was
+//     dead-lettered for a dead letter), attempt, priority, its last error
+//     (and how many came before) and its value as compact JSON cut to the
+//     line, which opens on the indented JSON (cut at 2000 bytes; the item's
+//     page shows more), and its actions. The items selected are promoted,
+//     requeued or cancelled at once. Pages of 25 to 1000 items, with links
+//     to the first, previous, nearby, next and last pages and a form that
+//     picks a page and a page size. The find form looks up an ID: whole,
+//     in every state (inspect.Get, which reads each state from its start,
+//     up to blocking.ScanLimit entries), and as the start of the IDs of
+//     1000 items of the tab's state from the page's offset (one List): it
+//     says which items it compared and links to the next 1000; it does not
+//     search a whole state at once.
 //   - An item: every field, its headers, its value, its stored bytes (the
 //     first 4 KiB), and the actions that apply to its state. A dead letter
 //     tells its story: its attempts (the deliveries before it died), when
@@ -139,28 +158,43 @@
 // (see below), so a crafted link cannot make the dashboard show words of
 // its own.
 //
+// Pause, cancel, requeue all, purge and the actions on selected items ask
+// to confirm first, on a page of the dashboard's own, so that they ask
+// with script off too: their POST without the form field confirm=yes
+// answers a page that says what will be done (how many items wait, the
+// state of the item, the IDs selected) and changes nothing; its form
+// POSTs the same with confirm=yes, its link goes back. Their buttons end
+// with "…".
+//
 // After an action the browser is redirected (303 See Other) to the page
 // it came from, with a short flash message in the query (its parameters
-// flash and fs, the message's MAC).
+// flash and fs, the message's MAC, and fk=error for a failure): what was
+// done, or why it could not be, in plain words ("Could not reschedule
+// item "x": due time "soon" is neither a duration such as 10m nor an RFC
+// 3339 time …"). An action on an item that is gone returns to its queue's
+// page, on a queue that is gone to the overview.
 //
 // # Errors
 //
 // A missing queue or item answers 404 Not Found, bad input (an unknown
-// state, an offset or limit out of range, a due time that is neither a
-// duration nor an RFC 3339 time, a missing parameter) 400 Bad Request, a
-// Redis error 502 Bad Gateway: each a page with a one-line message. The
-// JSON endpoint answers the same statuses with {"error": "..."}.
+// state, an offset or limit out of range, a missing parameter) 400 Bad
+// Request, a Redis error 502 Bad Gateway: each a page with a one-line
+// message in plain words. The JSON endpoints answer the same statuses
+// with {"error": "..."}. An action answers with an error page only when
+// it cannot return anywhere (no queue named, a refused token).
 //
 // # URL layout
 //
 // Paths are relative to the mount point. Pages (GET or HEAD):
 //
 //	./                                  the overview
-//	queue?q=NAME[&state=S][&offset=N][&limit=N]
+//	queue?q=NAME[&state=S][&offset=N|&page=N][&limit=N][&find=ID]
 //	                                    a queue: state delayed (default), retry,
-//	                                    ready, inflight or dead; offset from 0;
-//	                                    limit 1 to inspect.MaxPage, default 50
-//	item?q=NAME&id=ID                   an item (also where the jump-to-ID form goes)
+//	                                    ready, inflight or dead; offset from 0, or
+//	                                    page from 1; limit 1 to inspect.MaxPage,
+//	                                    default 50; find: the ID to look up, whole
+//	                                    and as a prefix (see above)
+//	item?q=NAME&id=ID                   an item
 //	schedules?q=NAME                    a queue's recurring schedules
 //	purge?q=NAME&state=S                asks to confirm a purge (changes nothing)
 //	api/overview[?q=NAME]               JSON: {"time", "queues": [{"name",
@@ -179,17 +213,22 @@
 //	assets/dashboard.css, assets/dashboard.js
 //
 // Actions (POST, form field csrf; the query names the target, and the
-// page to return to with from=overview|item, state, offset, limit):
+// page to return to with from=overview|item, state, offset, limit, find;
+// those marked * ask to confirm unless the form has confirm=yes):
 //
-//	actions/cancel?q=NAME&id=ID         delete the item, wherever it is (inspect.Delete)
+//	actions/cancel?q=NAME&id=ID       * delete the item, wherever it is (inspect.Delete)
 //	actions/promote?q=NAME&id=ID        make a delayed item or retry due now
 //	actions/reschedule?q=NAME&id=ID     form field due: a duration from now on the
 //	                                    Redis server's clock ("10m") or an RFC 3339 time
 //	actions/requeue?q=NAME&id=ID        move a dead letter back to ready
-//	actions/requeue-all?q=NAME          move every dead letter back to ready
-//	actions/purge?q=NAME&state=S        form field confirm=yes: drop every item in S
-//	actions/pause?q=NAME                stop every process from handing out items
+//	actions/requeue-all?q=NAME        * move every dead letter back to ready
+//	actions/purge?q=NAME&state=S      * drop every item in S
+//	actions/pause?q=NAME              * stop every process from handing out items
 //	actions/resume?q=NAME               undo pause
+//	actions/bulk?q=NAME               * form fields op (cancel, promote or requeue)
+//	                                    and id, once per item (up to inspect.MaxPage):
+//	                                    each item as its own action does; those not
+//	                                    found where it applies are named, not done
 //
 // # Hooks for browser tests
 //
@@ -214,9 +253,17 @@
 //     the tabs "tab-delayed", "tab-retry", "tab-ready", "tab-inflight",
 //     "tab-dead" (the active one has aria-current="page"), "range" (which
 //     items are shown), each item's row "item-row" with data-id="ID", in it
-//     "item-link" and the value's cell "payload"; "no-items" when the page
-//     is empty; "page-prev" and "page-next"; the jump form "jump", its
-//     input "jump-id" and button "jump-submit"; "schedules-link".
+//     "select" (its box), "item-link", "dead-at", "last-error",
+//     "earlier-errors", the value's line "payload-line" and its whole text
+//     "payload"; "no-items" when the page is empty; the box "select-all"
+//     and the form "bulk" with "selected-count" and the buttons
+//     "bulk-promote", "bulk-requeue", "bulk-cancel"; the pager "pager" with
+//     "page-first", "page-prev", "page-N", "page-current", "page-next",
+//     "page-last", and the form "page-form" with "page-number",
+//     "page-size" and "page-go"; the find form "find" with "find-id",
+//     "find-submit" and "find-clear", and its result "search-result" with
+//     "exact-match" ("exact-link") and "search-window" ("search-next");
+//     "schedules-link".
 //   - item page: "item-id", "item-state", "item-fields", "attempt",
 //     "dead-at" (a dead letter's), "errors" with an "error-entry" per
 //     error, newest last,
@@ -226,12 +273,13 @@
 //   - actions (absent when read-only): buttons "action-cancel",
 //     "action-promote", "action-reschedule" (with its input
 //     "reschedule-due"), "action-requeue", "action-requeue-all",
-//     "action-pause", "action-resume", and the link "action-purge", which
-//     opens the confirm page whose button is "confirm-purge" (and link
-//     "cancel-purge").
+//     "action-pause", "action-resume", and the link "action-purge"; the
+//     confirm page's "confirm-question", "confirm-detail", "confirm-ids"
+//     (of a bulk action), its button "confirm" and link "confirm-keep".
 //   - every page: "stale" (the banner of a failed refresh, hidden until
 //     one fails), "gone" (the note that the page's queue is no longer in
-//     Redis, hidden until it is not), "flash" (the message an action left), "home-link",
+//     Redis, hidden until it is not), "flash" (the message an action
+//     left), "action-error" (why an action failed), "home-link",
 //     "read-only" (the badge of a read-only dashboard); the breadcrumbs of
 //     the pages below the overview: "overview-link", "queue-link" and, on an
 //     item's page, "state-link"; error pages: "error".

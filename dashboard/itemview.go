@@ -15,8 +15,12 @@ type itemView struct {
 	PayloadText   string // the value as JSON, or why it could not be decoded
 	PayloadCut    string // what PayloadText leaves out of the value; "" when nothing
 	PayloadFailed bool
-	CSRF          string
-	Acts          *itemActs // nil when read-only or the item has no ID
+	// PayloadLine is the value on one line (compact JSON) for a list's
+	// row, cut at maxLinePayload bytes; "" on an item's page.
+	PayloadLine string
+	CSRF        string
+	Compact     bool      // shown in a list's row: the actions take less room
+	Acts        *itemActs // nil when read-only or the item has no ID
 }
 
 // itemActs are the URLs the forms of an item's actions POST to; "" for an
@@ -37,7 +41,11 @@ func (h *handler) newItemView(l links, queue string, it inspect.Item, back targe
 	if full {
 		max = maxItemPayload
 	}
-	v.PayloadText, v.PayloadCut, v.PayloadFailed = payloadText(it, max)
+	v.PayloadText, v.PayloadCut, v.PayloadFailed = payloadText(it, max, "  ")
+	if !full {
+		v.PayloadLine, _, _ = payloadText(it, maxLinePayload, "")
+		v.Compact = true
+	}
 	if it.ID == "" {
 		return v
 	}

@@ -20,7 +20,7 @@ var templateFS embed.FS
 // parseTemplates parses every page: each is a template file that defines
 // "content" inside the shared layout.
 func parseTemplates() (map[string]*template.Template, error) {
-	names := []string{"overview", "queue", "item", "schedules", "purge", "error"}
+	names := []string{"overview", "queue", "item", "schedules", "confirm", "error"}
 	pages := make(map[string]*template.Template, len(names))
 	for _, name := range names {
 		t, err := template.New(name).Funcs(templateFuncs()).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
@@ -40,6 +40,8 @@ type view struct {
 	ReadOnly bool
 	CSRF     string // the token for the page's forms; "" when read-only
 	Flash    string // the message an action left, checked
+	// FlashError: Flash says why the action failed.
+	FlashError bool
 	// Eviction is the Redis server's maxmemory-policy when it may evict
 	// keys (a banner says so on every page); "" otherwise.
 	Eviction string
@@ -75,7 +77,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		v.Eviction = p
 	}
 	if name != "error" {
-		v.Flash = h.flash(r.URL.Query())
+		v.Flash, v.FlashError = h.flash(r.URL.Query())
 		if !h.cfg.readOnly {
 			v.CSRF = h.csrfToken(w, r)
 		}

@@ -91,8 +91,9 @@ func TestDeadLetterStory(t *testing.T) {
 
 		p = b.get("queue?" + url.Values{"q": {name}, "state": {"dead"}}.Encode())
 		row := itemRow(p.body, "story")
-		if got, _ := cell(row, "dead-at"); got != strings.SplitN(dead, " (", 2)[0] {
-			t.Errorf("row: dead-lettered %q, want %q", got, dead)
+		want := `<span data-testid="dead-at" title="` + strings.SplitN(dead, " (", 2)[0] + `">`
+		if got, _ := cell(row, "dead-at"); !strings.Contains(row, want) || !strings.HasSuffix(got, " ago") {
+			t.Errorf("row: dead-lettered %q, want how long ago, the time in its title:\n%s", got, row)
 		}
 		if !strings.Contains(row, "boom 3") || strings.Contains(row, "boom 2") {
 			t.Errorf("row: not the last error alone:\n%s", row)

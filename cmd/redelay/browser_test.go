@@ -98,6 +98,15 @@ func TestBrowser(t *testing.T) {
 		open(t, ctx, full)
 		waitVisible(t, ctx, rowSelector(name))
 		clickAndLoad(t, ctx, rowSelector(name)+` [data-testid="action-pause"]`)
+		// It asks first; going back changes nothing.
+		waitEqual(t, ctx, "the question", textJS(`[data-testid="confirm-question"]`), fmt.Sprintf("Pause queue %q?", name))
+		clickAndLoad(t, ctx, `[data-testid="confirm-keep"]`)
+		waitEqual(t, ctx, "the overview's row after keeping it running", rowJS(name), "delayed=3 retry=0 ready=2 inflight=0 dead=2 paused=false")
+		if queueStats(t, rdb, name).Paused {
+			t.Fatal("paused without confirming")
+		}
+		clickAndLoad(t, ctx, rowSelector(name)+` [data-testid="action-pause"]`)
+		clickAndLoad(t, ctx, `[data-testid="confirm"]`)
 		waitVisible(t, ctx, rowSelector(name)+` [data-testid="paused"]`)
 		waitEqual(t, ctx, "the flash", textJS(`[data-testid="flash"]`), fmt.Sprintf("Paused queue %q: no process hands out its items until it is resumed.", name))
 		if !queueStats(t, rdb, name).Paused {
@@ -109,6 +118,14 @@ func TestBrowser(t *testing.T) {
 		if queueStats(t, rdb, name).Paused {
 			t.Fatal("the queue is paused after Resume")
 		}
+	})
+
+	t.Run("bulk", func(t *testing.T) {
+		testBulk(t, rdb, browser, full)
+	})
+
+	t.Run("inline-error", func(t *testing.T) {
+		testInlineError(t, rdb, browser, full)
 	})
 
 	t.Run("history", func(t *testing.T) {
@@ -331,7 +348,7 @@ func testReadOnly(t *testing.T, rdb redis.UniversalClient, browser context.Conte
 		t.Error("the read-only item page shows no field")
 	}
 
-	// forge posts from the current page to an action, with the page's
+	// forge posts from the current page to an action, confirmed, with the page's
 	// cookies and the full dashboard's token, and returns the status: 303
 	// for the redirect of an action that was done.
 	forge := func(action string, query url.Values) int {
@@ -341,7 +358,7 @@ func testReadOnly(t *testing.T, rdb redis.UniversalClient, browser context.Conte
 			credentials: "same-origin",
 			redirect: "manual",
 			headers: {"Content-Type": "application/x-www-form-urlencoded"},
-			body: new URLSearchParams({csrf: `+jsString(token)+`}).toString(),
+			body: new URLSearchParams({csrf: `+jsString(token)+`, confirm: "yes"}).toString(),
 		}).then(r => r.type === "opaqueredirect" ? 303 : r.status)`, chromedp.EvalAwaitPromise)
 	}
 	forged := []struct {

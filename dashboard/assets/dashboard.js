@@ -7,8 +7,9 @@
 // (api/history, polled every 15 s, which also gives the per-minute
 // figures of the last complete minute), and the depth of each state over
 // the samples this page took. Without this script the pages work; only
-// the live figures, the per-minute figures and the charts are missing. It
-// writes text only (textContent), never markup.
+// the live figures, the per-minute figures and the charts are missing,
+// and a box that ticks every item listed. It writes text only
+// (textContent), never markup.
 (function () {
   "use strict";
 
@@ -18,9 +19,51 @@
   var TIMEOUT_MS = 10000; // a refresh that takes longer has failed
   var KEEP = 150; // samples kept: 5 minutes
   var SVG_NS = "http://www.w3.org/2000/svg";
+  // A chart's drawing is as wide as its box, in CSS pixels (W, set when it
+  // is drawn), so that its labels keep their size on a phone.
   var W = 600, H = 180, LEFT = 48, RIGHT = 8, TOP = 10, BOTTOM = 20;
 
+  // fit sizes svg's drawing to its box.
+  function fit(svg) {
+    var w = svg.parentNode ? svg.parentNode.clientWidth : 0;
+    W = Math.max(280, Math.min(900, Math.round(w || 600)));
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  }
+
   var body = document.body;
+
+  // ---- Selecting items for a bulk action: a box that ticks every row's,
+  // and how many are ticked. Without script each box is ticked by hand.
+  (function () {
+    var all = document.querySelector('[data-testid="select-all"]');
+    var boxes = document.querySelectorAll('input[type="checkbox"][form="bulk"]');
+    var shown = document.querySelector('[data-testid="selected-count"]');
+    if (!all || boxes.length === 0) {
+      return;
+    }
+    function count() {
+      var n = 0;
+      Array.prototype.forEach.call(boxes, function (b) { n += b.checked ? 1 : 0; });
+      all.checked = n === boxes.length;
+      all.indeterminate = n > 0 && n < boxes.length;
+      if (shown) {
+        shown.textContent = " (" + n + ")";
+        shown.hidden = n === 0;
+      }
+    }
+    all.hidden = false;
+    all.addEventListener("change", function () {
+      Array.prototype.forEach.call(boxes, function (b) {
+        if (!b.disabled) {
+          b.checked = all.checked;
+        }
+      });
+      count();
+    });
+    Array.prototype.forEach.call(boxes, function (b) { b.addEventListener("change", count); });
+    count();
+  })();
+
   var src = body.getAttribute("data-live");
   if (!src || !window.fetch) {
     return;
@@ -416,10 +459,11 @@
     draw();
   }
 
-  // niceMax rounds n up to 1, 2 or 5 times a power of ten.
+  // niceMax rounds n up to 1, 2 or 5 times a power of ten, 2 at least:
+  // half of it, a grid line, is a whole count.
   function niceMax(n) {
-    if (n <= 1) {
-      return 1;
+    if (n <= 2) {
+      return 2;
     }
     var p = Math.pow(10, Math.floor(Math.log10(n)));
     var steps = [1, 2, 5, 10];
@@ -444,6 +488,7 @@
     while (svg.firstChild) {
       svg.removeChild(svg.firstChild);
     }
+    fit(svg);
     var max = 0;
     samples.forEach(function (s) {
       STATES.forEach(function (k) { max = Math.max(max, s.totals[k]); });
@@ -576,6 +621,7 @@
     while (svg.firstChild) {
       svg.removeChild(svg.firstChild);
     }
+    fit(svg);
     var s = data.samples || [];
     var max = 0, processed = 0, failed = 0;
     s.forEach(function (m) {
