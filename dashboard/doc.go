@@ -57,6 +57,15 @@
 //     page says when either happened, so that a small payload nested or
 //     indented into a huge text costs a bounded page.
 //   - A queue's recurring schedules: name, spec, next and last tick.
+//   - The consumers: every process consuming a queue, as each Consume
+//     records itself every 5 s (inspect.Consumers, one round trip): its
+//     queue, host, PID, concurrency, deliveries in flight, when it started
+//     and was last seen. A queue's page lists its own.
+//   - Redis: the address its client was given (never a password), version,
+//     mode and masters, memory used of maxmemory, eviction policy and
+//     connected clients (inspect.Server: INFO, one round trip per master);
+//     a server that refuses INFO to the dashboard's user is said to. The
+//     header of every page names the server and links here.
 //
 // # Stale figures
 //
@@ -122,8 +131,10 @@
 //
 // Queue names, IDs, headers and values are shown as text: html/template
 // escapes them in text, attributes and URLs, and they travel as query
-// parameters (a name or ID may hold '/', '?', '#', quotes, or be ".."). No
-// Redis address, password or error text is shown: a Redis error answers
+// parameters (a name or ID may hold '/', '?', '#', quotes, or be "..").
+// The header of every page names the Redis server by the address its
+// client was given (a Cluster's first seed), which holds no password; no
+// password and no Redis error's text is ever shown: a Redis error answers
 // 502 Bad Gateway with a fixed message and goes to the logger. Every
 // response carries Content-Security-Policy "default-src 'self';
 // script-src 'self'; style-src 'self'; img-src 'self' data:; form-action
@@ -196,6 +207,8 @@
 //	                                    and as a prefix (see above)
 //	item?q=NAME&id=ID                   an item
 //	schedules?q=NAME                    a queue's recurring schedules
+//	consumers                           the processes consuming the queues
+//	redis                               the Redis server the queues are on
 //	purge?q=NAME&state=S                asks to confirm a purge (changes nothing)
 //	api/overview[?q=NAME]               JSON: {"time", "queues": [{"name",
 //	                                    "delayed", "retry", "ready", "inflight",
@@ -270,6 +283,14 @@
 //     "headers" with rows "header-row" (data-name), "payload", "raw".
 //   - schedules page: rows "schedule-row" with data-name, "schedule-spec";
 //     "no-schedules" when there is none.
+//   - consumers (the page, and a queue's): "consumers" with rows
+//     "consumer-row" (data-queue, data-pid), in them "consumer-queue" (on
+//     the page of every consumer), "consumer-host", "consumer-pid",
+//     "consumer-concurrency", "consumer-inflight"; "no-consumers" when there
+//     is none.
+//   - Redis page: "redis-addr", "redis-version", "redis-mode",
+//     "redis-memory", "redis-eviction", "redis-clients"; "info-refused"
+//     when the server refuses INFO.
 //   - actions (absent when read-only): buttons "action-cancel",
 //     "action-promote", "action-reschedule" (with its input
 //     "reschedule-due"), "action-requeue", "action-requeue-all",
@@ -279,7 +300,8 @@
 //   - every page: "stale" (the banner of a failed refresh, hidden until
 //     one fails), "gone" (the note that the page's queue is no longer in
 //     Redis, hidden until it is not), "flash" (the message an action
-//     left), "action-error" (why an action failed), "home-link",
+//     left), "action-error" (why an action failed), "home-link", "server"
+//     (the Redis server the header names), "nav-queues", "nav-consumers",
 //     "read-only" (the badge of a read-only dashboard); the breadcrumbs of
 //     the pages below the overview: "overview-link", "queue-link" and, on an
 //     item's page, "state-link"; error pages: "error".

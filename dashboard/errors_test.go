@@ -120,7 +120,9 @@ func TestBadInput(t *testing.T) {
 }
 
 // When Redis cannot be reached the pages answer 502 with a fixed message
-// that names no server, and the error goes to the log.
+// and the error goes to the log: the page shows neither the error's text
+// nor the password; its header names the server by the address the
+// client was given, as on every page.
 func TestRedisError(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{
 		Addr:          "redis.internal:6379",
@@ -135,13 +137,17 @@ func TestRedisError(t *testing.T) {
 	logged := &syncWriter{b: &strings.Builder{}}
 	logger := slog.New(slog.NewTextHandler(logged, nil))
 	b := newBrowser(t, dashboard.New(rdb, dashboard.WithLogger(logger), dashboard.WithTitle("Acme queues")), "")
-	for _, ref := range []string{"./", "queue?q=orders", "item?q=orders&id=1", "schedules?q=orders", "api/overview"} {
+	for _, ref := range []string{"./", "queue?q=orders", "item?q=orders&id=1", "schedules?q=orders", "consumers", "redis", "api/overview", "api/history"} {
 		p := b.get(ref)
 		wantStatus(t, p, http.StatusBadGateway)
-		if strings.Contains(p.body, "redis.internal") || strings.Contains(p.body, "refused") || strings.Contains(p.body, "hunter2") {
+		body := strings.Replace(p.body, `<code>redis.internal:6379</code></a>`, "", 1)
+		if strings.Contains(body, "redis.internal") || strings.Contains(body, "refused") || strings.Contains(body, "hunter2") {
 			t.Errorf("%s shows the Redis error: %s", ref, p.body)
 		}
-		if ref != "api/overview" && !strings.Contains(p.body, `data-testid="home-link">Acme queues</a>`) {
+		if got, _ := cell(p.body, "server"); !strings.HasPrefix(ref, "api/") && got != "Redis redis.internal:6379" {
+			t.Errorf("%s: the header names the server %q", ref, got)
+		}
+		if !strings.HasPrefix(ref, "api/") && !strings.Contains(p.body, `data-testid="home-link">Acme queues</a>`) {
 			t.Errorf("%s without the title:\n%s", ref, p.body)
 		}
 	}

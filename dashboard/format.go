@@ -19,6 +19,8 @@ func templateFuncs() template.FuncMap {
 		"rel":      formatRel,
 		"duration": formatDuration,
 		"title":    capitalize,
+		"bytes":    bytesText,
+		"now":      time.Now,
 		"searchWindow": func() int {
 			return searchWindow
 		},

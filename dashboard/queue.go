@@ -28,7 +28,8 @@ type queuePage struct {
 	Live   string // the JSON of the queue's stats
 	// History is the chart of the queue's processed and failed items per
 	// minute.
-	History chart
+	History   chart
+	Consumers []consumerView // the processes consuming the queue
 }
 
 func (p queuePage) liveURL() string { return p.Live }
@@ -61,7 +62,8 @@ type queueActs struct {
 
 // queue answers a queue's page: its stats, a tab per state, and one page
 // of the items in the tab's state (parameters q, state, offset or page,
-// limit), or the items found by ID (parameter find).
+// limit), or the items found by ID (parameter find); the processes
+// consuming it.
 func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	name, err := queueParam(v)
@@ -95,6 +97,10 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		items, err = h.in.List(r.Context(), name, st, offset, limit)
 	}
 	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if p.Consumers, err = h.consumersOf(r, name); err != nil {
 		h.fail(w, r, err)
 		return
 	}

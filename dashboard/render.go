@@ -20,7 +20,7 @@ var templateFS embed.FS
 // parseTemplates parses every page: each is a template file that defines
 // "content" inside the shared layout.
 func parseTemplates() (map[string]*template.Template, error) {
-	names := []string{"overview", "queue", "item", "schedules", "confirm", "error"}
+	names := []string{"overview", "queue", "item", "schedules", "confirm", "consumers", "redis", "error"}
 	pages := make(map[string]*template.Template, len(names))
 	for _, name := range names {
 		t, err := template.New(name).Funcs(templateFuncs()).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
@@ -45,8 +45,11 @@ type view struct {
 	// Eviction is the Redis server's maxmemory-policy when it may evict
 	// keys (a banner says so on every page); "" otherwise.
 	Eviction string
-	Now      time.Time
-	States   []inspect.State
+	// Server names the Redis the dashboard reads (see serverName), for
+	// the header of every page.
+	Server string
+	Now    time.Time
+	States []inspect.State
 	// Live is the URL of the JSON the page's script polls to keep its
 	// figures current and to tell when they stop being so; "" for a page
 	// with nothing to refresh (an error page).
@@ -63,6 +66,7 @@ type polled interface {
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name, heading string, data any) {
 	v := view{
 		Title:    h.cfg.title,
+		Server:   h.server,
 		Heading:  heading,
 		L:        linksFor(r),
 		ReadOnly: h.cfg.readOnly,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
 	"github.com/redelay/redelay/internal/seedtest"
 )
@@ -73,6 +75,8 @@ func layoutPages(base, long string) map[string]string {
 		"long, delayed":  pageURL(base, "queue", "q", long, "state", "delayed"),
 		"emails, retry":  pageURL(base, "queue", "q", "emails", "state", "retry"),
 		"orders, flight": pageURL(base, "queue", "q", "orders", "state", "inflight"),
+		"consumers":      base + "consumers",
+		"redis":          base + "redis",
 	}
 	for _, st := range []string{"delayed", "ready", "dead"} {
 		pages["emails, "+st] = pageURL(base, "queue", "q", "emails", "state", st)
@@ -87,6 +91,7 @@ func TestBrowserLayout(t *testing.T) {
 	rdb := redistest.StartServer(t).Client(t)
 	fillShowcase(t, rdb)
 	long := layoutQueue(t, rdb)
+	consumeIdle(t, rdb, "invoices")
 	base := startDashboard(t, rdb)
 	browser := newBrowser(t)
 	pages := layoutPages(base, long)
@@ -128,6 +133,29 @@ func TestBrowserLayout(t *testing.T) {
 		open(t, ctx, pages[what])
 		waitEqual(t, ctx, what+" in dark mode", bg, "rgb(20, 24, 29) rgb(227, 231, 236)")
 	}
+}
+
+// consumeIdle runs a Consume of the queue name, which is paused (so that
+// it takes nothing), until the test ends, and returns once the consumer
+// has recorded itself.
+func consumeIdle(t *testing.T, rdb redis.UniversalClient, name string) {
+	t.Helper()
+	q := blocking.New[map[string]any](rdb, name)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Consume(ctx, func(context.Context, *blocking.Delivery[map[string]any]) error { return nil }, blocking.WithConcurrency(4))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = q.Close()
+	})
+	in := inspect.New(rdb)
+	redistest.WaitFor(t, 15*time.Second, "the consumer of "+name+" recorded", func() bool {
+		all, err := in.Consumers(context.Background())
+		return err == nil && len(all) > 0
+	})
 }
 
 // prefer makes the tab of ctx report the colour scheme the system
