@@ -42,10 +42,13 @@ func ratesJS(scope string) string {
 }
 
 // historyPointsJS is a script giving how many minutes the history chart
-// has drawn.
+// has drawn: the complete ones as a line, and the minute under way.
 const historyPointsJS = `(() => {
-	const p = document.querySelector('[data-testid="history"] svg polyline');
-	return p ? String(p.getAttribute("points").trim().split(/\s+/).length) : "0";
+	const svg = document.querySelector('[data-testid="history"] svg');
+	const lines = svg ? svg.querySelectorAll("polyline.h-processed") : [];
+	if (lines.length !== 2) return lines.length + " lines";
+	const n = l => l.getAttribute("points").trim().split(/\s+/).length;
+	return n(lines[0]) + " complete + " + (n(lines[1]) - 1) + " under way, of " + svg.dataset.minutes;
 })()`
 
 // testHistory checks the figures Redis counted: each queue's processed
@@ -58,15 +61,15 @@ func testHistory(t *testing.T, rdb redis.UniversalClient, browser context.Contex
 	ctx := newTab(t, browser)
 	open(t, ctx, full)
 	waitEqual(t, ctx, "the overview's figures of the queue", ratesJS(rowSelector(name)), "processed=0 failed=2 processed/min=7 failed/min=2")
-	waitEqual(t, ctx, "the minutes of the overview's chart", historyPointsJS, "60")
+	waitEqual(t, ctx, "the minutes of the overview's chart", historyPointsJS, "59 complete + 1 under way, of 60")
 
 	open(t, ctx, pageURL(full, "queue", "q", name))
 	waitEqual(t, ctx, "the queue page's figures", ratesJS("dl.facts"), "processed=0 failed=2 processed/min=7 failed/min=2")
-	waitEqual(t, ctx, "the minutes of the queue's chart", historyPointsJS, "60")
+	waitEqual(t, ctx, "the minutes of the queue's chart", historyPointsJS, "59 complete + 1 under way, of 60")
 	waitEqual(t, ctx, "the chart's summary", `document.querySelector('[data-testid="history-summary"]').textContent.replace(/\(\d\d:\d\d\)/, "(T)")`,
-		"Last complete minute (T): 7 processed, 2 failed. Over the hour shown: 14 processed, 4 failed. The last point is the minute under way.")
+		"Last complete minute (T): 7 processed, 2 failed. Over the hour shown: 14 processed, 4 failed. The dashed end is the minute under way.")
 	clickJS(t, ctx, `[data-testid="range-360"]`)
-	waitEqual(t, ctx, "the minutes of the queue's chart over 6 h", historyPointsJS, "360")
+	waitEqual(t, ctx, "the minutes of the queue's chart over 6 h", historyPointsJS, "359 complete + 1 under way, of 360")
 	waitEqual(t, ctx, "the range pressed", `document.querySelector('[data-testid="range-360"]').getAttribute("aria-pressed")`, "true")
 }
 

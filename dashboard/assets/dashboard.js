@@ -643,20 +643,24 @@
       svg.appendChild(el("text", { x: LEFT, y: H - 4, "class": "axis-label" }, clock(new Date(s[0].at)).slice(0, 5)));
       svg.appendChild(el("text", { x: W - RIGHT, y: H - 4, "text-anchor": "end", "class": "axis-label" }, "now"));
     }
+    // The minute under way is drawn dashed: it is not over, and a solid
+    // line falling to it would read as a collapse.
+    var whole = s.length - 1;
     ["processed", "failed"].forEach(function (k) {
-      var points = s.map(function (m, i) {
-        return x(i).toFixed(1) + "," + y(m[k]).toFixed(1);
-      }).join(" ");
-      var line = el("polyline", { points: points, "class": "h-" + k });
-      svg.appendChild(line);
+      function pt(m, i) { return x(i).toFixed(1) + "," + y(m[k]).toFixed(1); }
+      svg.appendChild(el("polyline", { points: s.slice(0, whole).map(pt).join(" "), "class": "h-" + k }));
+      if (whole >= 1) {
+        svg.appendChild(el("polyline", { points: pt(s[whole - 1], whole - 1) + " " + pt(s[whole], whole), "class": "h-" + k + " partial" }));
+      }
     });
+    svg.setAttribute("data-minutes", String(s.length));
     var summary = hist.querySelector('[data-testid="history-summary"]');
     if (summary) {
       var last = s.length >= 2 ? s[s.length - 2] : null;
       summary.textContent = (last ? "Last complete minute (" + clock(new Date(last.at)).slice(0, 5) + "): " +
         last.processed + " processed, " + last.failed + " failed. " : "") +
         "Over the " + rangeText(data.minutes) + " shown: " + processed + " processed, " + failed +
-        " failed. The last point is the minute under way.";
+        " failed. The dashed end is the minute under way.";
     }
   }
 
