@@ -19,7 +19,7 @@ func (p itemPage) liveURL() string { return p.Live }
 
 // item answers an item's page (parameters q and id): every field, the
 // headers, the value and the raw bytes, and the actions that apply. The
-// jump-to-ID form of a queue's page lands here too.
+// exact match of a queue page's find links here.
 func (h *handler) item(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	name, err := queueParam(v)
