@@ -265,3 +265,19 @@ func WithPrefix(prefix string) Option {
 		o.cfg.Prefix = prefix
 	}
 }
+
+// WithRetention sets how long a queue that holds nothing, and that no
+// process has used, is kept: every process that consumes or transfers a
+// queue sweeps, every tenth of this period (at most every 10 minutes),
+// the registry of its key prefix for queues no process announced for
+// this long, and forgets those that hold nothing (no item in any state,
+// no schedule): their leftover keys (settings, codec, totals, history,
+// counters) are deleted and they leave the registry (inspect's Forget
+// does it at once). A process announces every queue it uses when it
+// starts, and again every hour while it runs; a producer at its first
+// offer, and again every hour. Apps that name queues per tenant or per
+// entity rely on it to leave nothing behind. Default: 7 days. A negative
+// d makes this process not sweep; 0 keeps the default.
+func WithRetention(d time.Duration) Option {
+	return func(o *options) { o.cfg.Retention = d }
+}

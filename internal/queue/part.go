@@ -68,6 +68,10 @@ type Config struct {
 	ReplicaAckSet bool
 	// Prefix replaces "redelay" at the start of every key ("": keep it).
 	Prefix string
+	// Retention is how long a queue of the prefix that holds nothing and
+	// that no process announced is kept before this process's sweep
+	// forgets it (mover.Target.Retention).
+	Retention time.Duration
 }
 
 // Defaults for at-least-once delivery.
@@ -513,7 +517,7 @@ func (c *part) register() (*mover.Registration, error) {
 	r, err := mover.Register(mover.Target{
 		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
 		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
-		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(),
+		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(), Retention: c.Cfg.Retention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)
