@@ -160,8 +160,8 @@ func newService(c *store.Client, srv *Server, shared bool) *Service {
 	s := &Service{
 		c: c, srv: srv, shared: shared, workers: map[string]*worker{},
 		changed: make(chan struct{}, 1), sweepFrom: map[string]int64{},
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.manage()
