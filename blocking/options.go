@@ -281,3 +281,23 @@ func WithPrefix(prefix string) Option {
 func WithRetention(d time.Duration) Option {
 	return func(o *options) { o.cfg.Retention = d }
 }
+
+// WithDeadLetterBounds bounds the queue's dead letters: at most max of
+// them (0: no bound on the count), none dead-lettered more than maxAge
+// ago (0: no bound on the age). The oldest are dropped first: at once
+// past max, when an item is dead-lettered, and past maxAge by the
+// transfer of a consuming process (every sweep interval, in batches).
+// What is dropped is counted in Stats.DeadDropped and the counter
+// redelay.messages.dead_dropped. The bounds are recorded in Redis for
+// every process when this one starts consuming or transferring, like
+// WithMaxAttempts. Default: unbounded, nothing dropped. Negative values
+// are a bad option.
+func WithDeadLetterBounds(max int64, maxAge time.Duration) Option {
+	return func(o *options) {
+		if max < 0 || maxAge < 0 {
+			o.fail(fmt.Errorf("WithDeadLetterBounds(%d, %v): want 0 (no bound) or more", max, maxAge))
+			return
+		}
+		o.cfg.DeadMax, o.cfg.DeadMaxAge, o.cfg.DeadBoundsSet = max, maxAge, true
+	}
+}

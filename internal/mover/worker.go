@@ -224,7 +224,7 @@ func (w *worker) announce(ctx context.Context) {
 		return
 	}
 	_, err := call(ctx, w, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.t.Queue.Announce(ctx, codec)
+		return struct{}{}, w.t.Queue.Announce(ctx, codec, true)
 	})
 	if err == nil {
 		w.annMu.Lock()

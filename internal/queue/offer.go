@@ -138,7 +138,7 @@ func (q *Queue) announceOffered(ctx context.Context, err error) {
 	}
 	c := q.parts[0]
 	_, aerr := Call(ctx, c, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, c.Store.Announce(ctx, c.Cfg.Codec.Name())
+		return struct{}{}, c.Store.Announce(ctx, c.Cfg.Codec.Name(), false)
 	}, nil)
 	if aerr == nil {
 		q.announced.Store(time.Now().UnixNano())

@@ -85,13 +85,19 @@ func (q *Partition) Purge(ctx context.Context, parts ...Part) (int64, error) {
 }
 
 // Announce records the queue in the registry of queues (its keys' Registry),
-// with its codec's name in its meta hash when codec is not empty. Two
-// commands, on different Cluster slots: one round trip per node.
-func (q *Partition) Announce(ctx context.Context, codec string) error {
+// with its codec's name in its meta hash when codec is not empty: in place
+// of any recorded (a consumer's), or only when none is (a producer's,
+// which must not hide the codec the consumers read with). Two commands, on
+// different Cluster slots: one round trip per node.
+func (q *Partition) Announce(ctx context.Context, codec string, replace bool) error {
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, q.K.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
-		if codec != "" {
+		switch {
+		case codec == "":
+		case replace:
 			p.HSet(ctx, q.K.Meta, keys.MetaCodec, codec)
+		default:
+			p.HSetNX(ctx, q.K.Meta, keys.MetaCodec, codec)
 		}
 		return nil
 	})
