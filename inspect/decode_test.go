@@ -78,7 +78,7 @@ func TestDecoding(t *testing.T) {
 		})
 		t.Run("no codec recorded", func(t *testing.T) {
 			name := redistest.QueueName(t)
-			offer(blocking.New[string](rdb, name), "x") // a producer records its codec...
+			offer(blocking.New[string](rdb, name), "x")                                       // a producer records its codec...
 			if err := rdb.HDel(ctx, redistest.KeysOf(name).Meta, "codec").Err(); err != nil { // ...until it is lost
 				t.Fatal(err)
 			}
