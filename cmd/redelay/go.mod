@@ -8,6 +8,7 @@ require (
 	github.com/redelay/redelay v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/mod v0.43.0
 )
 
 require (
