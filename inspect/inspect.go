@@ -266,3 +266,33 @@ func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
 	}
 	return ServerInfo(got), nil
 }
+
+// QueueStats is the stats of one queue of AllStats: Err says why they
+// could not be read (a name in the registry that is no queue name wraps
+// ErrInvalidArgument).
+type QueueStats struct {
+	Queue string
+	Stats Stats
+	Err   error
+}
+
+// AllStats reads the stats of every queue of Queues in a bounded number
+// of round trips, however many queues there are: the registry, then one
+// pipeline of every queue's stats script (one round trip per master of a
+// Cluster), and one more for the queues that have partitions. What Stats
+// reads for one queue, in name order.
+func (in *Inspector) AllStats(ctx context.Context) ([]QueueStats, error) {
+	names, err := in.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stats, errs := iqueue.StatsOf(ctx, in.rdb, in.prefix, names)
+	out := make([]QueueStats, len(names))
+	for i, name := range names {
+		out[i] = QueueStats{Queue: name, Stats: Stats(stats[i])}
+		if errs[i] != nil {
+			out[i].Err = wrap("stats", name, errs[i])
+		}
+	}
+	return out, nil
+}

@@ -57,6 +57,7 @@ func TestNoKeyspaceScan(t *testing.T) {
 					{"Schedules", func() error { _, err := in.Schedules(ctx, f.name); return err }},
 					{"History", func() error { _, err := in.History(ctx, f.name, time.Time{}); return err }},
 					{"Consumers", func() error { _, err := in.Consumers(ctx); return err }},
+					{"AllStats", func() error { _, err := in.AllStats(ctx); return err }},
 					{"Server", func() error { _, err := in.Server(ctx); return err }},
 					{"RunSchedule", func() error { _, err := in.RunSchedule(ctx, f.name, "nightly"); return err }},
 				}
