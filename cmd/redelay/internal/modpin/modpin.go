@@ -422,8 +422,8 @@ func ProxyEnv(dirs ...string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go env: %v", err)
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != 2 {
+	lines := strings.Split(string(out), "\n")
+	if len(lines) < 2 {
 		return nil, fmt.Errorf("go env GOPROXY GONOSUMDB: %q", out)
 	}
 	var proxies []string
