@@ -469,7 +469,7 @@ func SetEnv(env []string, set ...string) []string {
 // and fails if it replaces the library or anything else: a user's `go
 // install` refuses a module whose go.mod has a replace directive.
 func Requirement(gomod []byte) (string, error) {
-	f, err := modfile.ParseLax("go.mod", gomod, nil)
+	f, err := modfile.Parse("go.mod", gomod, nil)
 	if err != nil {
 		return "", err
 	}
