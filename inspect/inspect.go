@@ -29,6 +29,9 @@ var (
 	// prefix with braces or whitespace, or empty); every call returns it.
 	// It is blocking.ErrInvalidQueue.
 	ErrInvalidQueue = blocking.ErrInvalidQueue
+	// ErrNotEmpty: Forget of a queue that still holds items or
+	// schedules. Nothing was changed.
+	ErrNotEmpty = iqueue.ErrNotEmpty
 )
 
 // Stats are a queue's counts by state and its timings: the type of
@@ -295,4 +298,23 @@ func (in *Inspector) AllStats(ctx context.Context) ([]QueueStats, error) {
 		}
 	}
 	return out, nil
+}
+
+// Forget removes a queue that holds nothing from this Redis: what it
+// leaves behind (its settings, recorded codec, totals and history, offer
+// counter) is deleted and it leaves the registry of queues, so Queues no
+// longer lists it. A queue that holds any item (pending, ready, in
+// flight, dead) or a recurring schedule is refused with ErrNotEmpty,
+// changing nothing; ErrNotFound when there is no such
+// queue. A process that uses the queue again brings it back. Queues that
+// hold nothing and that no process announced for the retention period
+// (blocking.WithRetention) are forgotten by the processes' own sweep.
+func (in *Inspector) Forget(ctx context.Context, queue string) error {
+	if _, _, err := in.open(ctx, queue); err != nil {
+		return wrap("forget", queue, err)
+	}
+	if err := iqueue.Forget(ctx, in.rdb, in.prefix, queue); err != nil {
+		return wrap("forget", queue, err)
+	}
+	return nil
 }

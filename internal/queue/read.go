@@ -24,6 +24,7 @@ type Stats struct {
 	NextDue                               time.Time
 	Eviction                              string
 	Processed, Failed                     int64
+	DeadDropped                           int64
 }
 
 // Stats reads every part's stats at once (one script call each) and sums
@@ -51,6 +52,7 @@ func sumStats(all []store.Stats) Stats {
 		s.Paused = s.Paused || st.Paused
 		s.Processed += st.Processed
 		s.Failed += st.Failed
+		s.DeadDropped += st.DeadDropped
 		s.Latency = max(s.Latency, st.Latency())
 		if st.NextDueUs >= 0 {
 			if due := time.UnixMicro(st.NextDueUs); s.NextDue.IsZero() || due.Before(s.NextDue) {
@@ -120,7 +122,7 @@ func (q *Queue) reading(ctx context.Context) (telemetry.Reading, error) {
 	}
 	return telemetry.Reading{
 		Delayed: s.Delayed, Retry: s.Retry, Ready: s.Ready, Inflight: s.Inflight, Dead: s.Dead,
-		Paused: s.Paused, Latency: s.Latency,
+		Paused: s.Paused, Latency: s.Latency, DeadDropped: s.DeadDropped,
 	}, nil
 }
 

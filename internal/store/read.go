@@ -226,6 +226,7 @@ type Stats struct {
 	NextDueUs                             int64 // -1 when none
 	NowUs                                 int64
 	Processed, Failed                     int64 // totals settled (count_settled)
+	DeadDropped                           int64 // dead letters dropped by the queue's bounds
 }
 
 // Latency is how long the oldest ready item has waited since it fell due,
@@ -254,13 +255,13 @@ func (q *Partition) statsKeys() []string {
 
 // statsOf reads the reply of stats.lua.
 func statsOf(res []int64) (Stats, error) {
-	if len(res) != 11 {
+	if len(res) != 12 {
 		return Stats{}, fmt.Errorf("unexpected stats reply %v", res)
 	}
 	return Stats{
 		Delayed: res[0], Retry: res[1], Ready: res[2], Inflight: res[3], Dead: res[4],
 		Paused: res[5] == 1, OldestReadyDueMs: res[6], NextDueUs: res[7], NowUs: res[8],
-		Processed: res[9], Failed: res[10],
+		Processed: res[9], Failed: res[10], DeadDropped: res[11],
 	}, nil
 }
 
