@@ -31,8 +31,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestAllStats(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		prefix := fmt.Sprintf("all%s", redistest.QueueName(t)[len(redistest.QueueName(t))-6:])
-		t.Cleanup(func() { rdb.Del(context.Background(), keys.RegistryOf(prefix)) })
+		prefix := redistest.Prefix(t, rdb)
 		for i := range 40 {
 			opts := []blocking.Option{blocking.WithPrefix(prefix)}
 			if i == 7 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -84,8 +83,7 @@ func TestForget(t *testing.T) {
 func TestRetention(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		prefix := fmt.Sprintf("ret%08x", rand.Uint32())
-		t.Cleanup(func() { rdb.Del(context.Background(), keys.RegistryOf(prefix)) })
+		prefix := redistest.Prefix(t, rdb)
 		registry := keys.RegistryOf(prefix)
 		// Thirty churned queues, used and emptied, one that still holds an
 		// item, each last announced long ago.
