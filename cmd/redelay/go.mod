@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/redelay/redelay v0.0.0-20261203101452-d0bb1cd5a4ea
+	github.com/redelay/redelay v0.0.0-20261203103412-99a16616c4ae
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/mod v0.43.0
