@@ -1,12 +1,15 @@
 package modpin
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -201,10 +204,17 @@ func TestInstall(t *testing.T) {
 func TestGoCommandFetchesTheSame(t *testing.T) {
 	s := newSetup(t)
 	s.checkSums(t)
+	goFetchesTheSame(t, s.repo.Root, s.lib, s.tool)
+}
 
+// goFetchesTheSame has the go command fetch each module from the git
+// repository at root, where git's url.insteadOf sends the library's
+// address, and compares the hashes it records with the module's.
+func goFetchesTheSame(t *testing.T, root string, mods ...Module) {
+	t.Helper()
 	tmp := t.TempDir()
 	gitconfig := filepath.Join(tmp, "gitconfig")
-	conf := "[url \"file://" + s.repo.Root + "\"]\n\tinsteadOf = https://" + LibraryPath + "\n"
+	conf := "[url \"file://" + root + "\"]\n\tinsteadOf = https://" + LibraryPath + "\n"
 	if err := os.WriteFile(gitconfig, []byte(conf), 0o666); err != nil {
 		t.Fatal(err)
 	}
@@ -218,10 +228,10 @@ func TestGoCommandFetchesTheSame(t *testing.T) {
 			t.Errorf("go clean -modcache: %v\n%s", err, out)
 		}
 	})
-	for _, m := range []Module{s.lib, s.tool} {
+	for _, m := range mods {
 		out, err := goCommand(t, tmp, env, "mod", "download", "-json", m.Path+"@"+m.Version)
 		if err != nil {
-			t.Fatalf("go mod download %s@%s from this checkout: %v\n%s", m.Path, m.Version, err, out)
+			t.Fatalf("go mod download %s@%s from %s: %v\n%s", m.Path, m.Version, root, err, out)
 		}
 		var got struct{ Sum, GoModSum string }
 		if err := json.Unmarshal(out, &got); err != nil {
@@ -240,6 +250,167 @@ func TestGoCommandFetchesTheSame(t *testing.T) {
 				m.Path, m.Version, got.Sum, got.GoModSum, m.Commit.Short(), zipHash, modHash)
 		}
 	}
+}
+
+// A repository of its own, with tags, a merge and a nested module that
+// appears: versions as the go command names them (it fetches each and
+// checks its name), and the commit the pin script picks by default.
+func TestTaggedRepository(t *testing.T) {
+	g := newGitRepo(t)
+	const libMod = "module " + LibraryPath + "\n\ngo 1.26.0\n"
+	const toolMod = "module " + ToolPath + "\n\ngo 1.26.0\n"
+	c1 := g.commit(map[string]string{
+		"go.mod": libMod, "lib.go": "package redelay\n",
+		"examples/t/main.go": "package main\n\nfunc main() {}\n",
+	})
+	g.git("tag", "v0.1.0")
+	c2 := g.commit(map[string]string{ToolDir + "/go.mod": toolMod, ToolDir + "/main.go": "package main\n\nfunc main() {}\n"})
+	c3 := g.commit(map[string]string{"lib.go": "package redelay\n\nconst A = 1\n"})
+	g.git("checkout", "-q", "-b", "side")
+	b1 := g.commit(map[string]string{"b.go": "package redelay\n\nconst B = 1\n"})
+	g.git("checkout", "-q", "main")
+	c4 := g.commit(map[string]string{ToolDir + "/main.go": "package main\n\nfunc main() { println() }\n"})
+	g.git("tag", ToolDir+"/v0.2.0")
+	g.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+	m := g.head()
+	c5 := g.commit(map[string]string{ToolDir + "/main.go": "package main\n\nfunc main() { println(1) }\n"})
+	c6 := g.commit(map[string]string{"examples/t/go.mod": "module " + LibraryPath + "/examples/t\n\ngo 1.26.0\n"})
+
+	repo, err := Open(g.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	commit := func(hash string) Commit {
+		t.Helper()
+		c, err := repo.Commit(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	pseudo := func(base string, c Commit) string {
+		return base + c.Time.Format("20060102150405") + "-" + c.Short()
+	}
+	for _, tc := range []struct {
+		hash, prefix, want string
+	}{
+		{c1, "", "v0.1.0"},
+		{c3, "", pseudo("v0.1.1-0.", commit(c3))},
+		{b1, "", pseudo("v0.1.1-0.", commit(b1))},
+		{c2, ToolDir + "/", pseudo("v0.0.0-", commit(c2))},
+		{c4, ToolDir + "/", "v0.2.0"},
+		{c5, ToolDir + "/", pseudo("v0.2.1-0.", commit(c5))},
+	} {
+		if got, err := repo.Version(commit(tc.hash), tc.prefix); err != nil || got != tc.want {
+			t.Errorf("Version(%.12s, %q) = %q, %v; want %q", tc.hash, tc.prefix, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ rev, want string }{
+		{c2, c1}, // the tool's module appeared: not the library's
+		{c4, c3},
+		{m, m},   // the merge brought b.go
+		{c5, m},  // the tool only
+		{c6, c6}, // examples/t left the library
+	} {
+		if got, err := repo.LastLibraryChange(commit(tc.rev)); err != nil || got.Hash != tc.want {
+			t.Errorf("LastLibraryChange(%.12s) = %.12s, %v; want %.12s", tc.rev, got.Hash, err, tc.want)
+		}
+	}
+	lib, err := repo.Library(commit(c6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := zipNames(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "b.go go.mod lib.go"; names != want {
+		t.Errorf("the library's zip at %.12s holds %s; want %s", c6, names, want)
+	}
+
+	var mods []Module
+	for _, c := range []string{c1, c3, m, c6} {
+		lib, err := repo.Library(commit(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, lib)
+	}
+	for _, c := range []string{c2, c4, c5} {
+		tool, err := repo.Tool(commit(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, tool)
+	}
+	goFetchesTheSame(t, repo.Root, mods...)
+}
+
+// gitRepo is a repository a test makes, its commits an hour apart.
+type gitRepo struct {
+	t   *testing.T
+	dir string
+	n   int
+}
+
+func newGitRepo(t *testing.T) *gitRepo {
+	g := &gitRepo{t: t, dir: t.TempDir()}
+	g.git("init", "-q", "-b", "main")
+	return g
+}
+
+func (g *gitRepo) git(args ...string) string {
+	g.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = g.dir
+	date := time.Date(2026, 1, 1, g.n, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	cmd.Env = SetEnv(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=redelay", "GIT_AUTHOR_EMAIL=redelay@example.com", "GIT_AUTHOR_DATE="+date,
+		"GIT_COMMITTER_NAME=redelay", "GIT_COMMITTER_EMAIL=redelay@example.com", "GIT_COMMITTER_DATE="+date)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		g.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit writes files and commits them, returning the commit's hash.
+func (g *gitRepo) commit(files map[string]string) string {
+	g.t.Helper()
+	for name, text := range files {
+		p := filepath.Join(g.dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+			g.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o666); err != nil {
+			g.t.Fatal(err)
+		}
+	}
+	g.n++
+	g.git("add", "-A")
+	g.git("commit", "-q", "-m", fmt.Sprintf("commit %d", g.n))
+	return g.head()
+}
+
+func (g *gitRepo) head() string {
+	g.t.Helper()
+	return g.git("rev-parse", "HEAD")
+}
+
+// zipNames lists the files of a module's zip by their names in the
+// module, sorted, separated by spaces.
+func zipNames(m Module) (string, error) {
+	z, err := zip.NewReader(bytes.NewReader(m.Zip), int64(len(m.Zip)))
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, f := range z.File {
+		names = append(names, strings.TrimPrefix(f.Name, m.Path+"@"+m.Version+"/"))
+	}
+	sort.Strings(names)
+	return strings.Join(names, " "), nil
 }
 
 func TestRequirement(t *testing.T) {

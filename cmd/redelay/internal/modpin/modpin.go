@@ -17,6 +17,7 @@
 package modpin
 
 import (
+	stdzip "archive/zip"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -207,17 +208,35 @@ func (r *Repo) LastLibraryChange(rev Commit) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
-	if !bytes.Equal(at.Zip, now.Zip) {
-		atSum, err1 := at.ZipHash()
-		nowSum, err2 := now.ZipHash()
-		if err := errors.Join(err1, err2); err != nil {
-			return Commit{}, err
-		}
-		if atSum != nowSum {
-			return rev, nil
-		}
+	atFiles, err1 := at.files()
+	nowFiles, err2 := now.files()
+	if err := errors.Join(err1, err2); err != nil {
+		return Commit{}, err
+	}
+	if atFiles != nowFiles {
+		return rev, nil
 	}
 	return c, nil
+}
+
+// files hashes the zip's files by their names in the module, without
+// the path@version/ prefix, which differs from one version to the next.
+func (m Module) files() (string, error) {
+	z, err := stdzip.NewReader(bytes.NewReader(m.Zip), int64(len(m.Zip)))
+	if err != nil {
+		return "", err
+	}
+	prefix := m.Path + "@" + m.Version + "/"
+	byName := map[string]*stdzip.File{}
+	var names []string
+	for _, f := range z.File {
+		name := strings.TrimPrefix(f.Name, prefix)
+		byName[name] = f
+		names = append(names, name)
+	}
+	return dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
+		return byName[name].Open()
+	})
 }
 
 // Version names commit c as a version of the module whose tags carry
