@@ -250,7 +250,9 @@ func (c *consumer[T]) run(ctx context.Context) error {
 	background.Go(func() { c.extendLeases(stopExtending) })
 	// Listed by inspect's Consumers while it runs, removed once its
 	// handlers are done.
-	background.Go(func() { c.q.q.Present(stopExtending, o.concurrency, c.inFlight) })
+	presence, leave := context.WithCancel(context.WithoutCancel(ctx))
+	defer leave()
+	background.Go(func() { c.q.q.Present(presence, o.concurrency, c.inFlight) })
 	for range numReceivers { // as many ack round trips in flight as receives
 		background.Go(c.settleAcks)
 	}
@@ -342,6 +344,7 @@ drain:
 	}()
 	abandoned := c.awaitHandlers(finished)
 	close(stopExtending)
+	leave()
 	close(c.stopAcks)
 	background.Wait()
 	if abandoned > 0 {

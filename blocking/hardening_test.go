@@ -202,6 +202,15 @@ func TestCloseDuringOutageIsPrompt(t *testing.T) {
 func TestNewWithoutCloseDoesNotLeak(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
 	name := redistest.QueueName(t)
+	// The client's connections (and the embedded server's goroutine for
+	// each) are opened first: a first offer announces the queue, in a
+	// pipeline of its own.
+	warm := blocking.New[string](rdb, name+"-warm")
+	for range 2 {
+		if _, err := warm.Offer(context.Background(), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	goroutines := runtime.NumGoroutine()
 	q := blocking.New[string](rdb, name)
 	if _, err := q.Offer(context.Background(), "x"); err != nil {

@@ -154,6 +154,10 @@ type Stats struct {
 	// inspect's History.
 	Processed int64
 	Failed    int64
+	// DeadDropped counts the dead letters dropped, oldest first, to keep
+	// the queue within its bounds (WithDeadLetterBounds); also the
+	// counter redelay.messages.dead_dropped.
+	DeadDropped int64
 }
 
 // Stats reads the queue's counts and timings in one round trip, on the

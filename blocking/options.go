@@ -265,3 +265,39 @@ func WithPrefix(prefix string) Option {
 		o.cfg.Prefix = prefix
 	}
 }
+
+// WithRetention sets how long a queue that holds nothing, and that no
+// process has used, is kept: every process that consumes or transfers a
+// queue sweeps, every tenth of this period (at most every 10 minutes),
+// the registry of its key prefix for queues no process announced for
+// this long, and forgets those that hold nothing (no item in any state,
+// no schedule): their leftover keys (settings, codec, totals, history,
+// counters) are deleted and they leave the registry (inspect's Forget
+// does it at once). A process announces every queue it uses when it
+// starts, and again every hour while it runs; a producer at its first
+// offer, and again every hour. Apps that name queues per tenant or per
+// entity rely on it to leave nothing behind. Default: 7 days. A negative
+// d makes this process not sweep; 0 keeps the default.
+func WithRetention(d time.Duration) Option {
+	return func(o *options) { o.cfg.Retention = d }
+}
+
+// WithDeadLetterBounds bounds the queue's dead letters: at most max of
+// them (0: no bound on the count), none dead-lettered more than maxAge
+// ago (0: no bound on the age). The oldest are dropped first: at once
+// past max, when an item is dead-lettered, and past maxAge by the
+// transfer of a consuming process (every sweep interval, in batches).
+// What is dropped is counted in Stats.DeadDropped and the counter
+// redelay.messages.dead_dropped. The bounds are recorded in Redis for
+// every process when this one starts consuming or transferring, like
+// WithMaxAttempts. Default: unbounded, nothing dropped. Negative values
+// are a bad option.
+func WithDeadLetterBounds(max int64, maxAge time.Duration) Option {
+	return func(o *options) {
+		if max < 0 || maxAge < 0 {
+			o.fail(fmt.Errorf("WithDeadLetterBounds(%d, %v): want 0 (no bound) or more", max, maxAge))
+			return
+		}
+		o.cfg.DeadMax, o.cfg.DeadMaxAge, o.cfg.DeadBoundsSet = max, maxAge, true
+	}
+}

@@ -3,8 +3,6 @@ package blocking_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -17,15 +15,6 @@ import (
 	"github.com/redelay/redelay/transfer"
 )
 
-// testPrefix returns a key prefix of this test's own, whose registry is
-// deleted when t ends.
-func testPrefix(t *testing.T, rdb redis.UniversalClient) string {
-	t.Helper()
-	p := fmt.Sprintf("t%08x", rand.Uint32())
-	t.Cleanup(func() { rdb.Del(context.Background(), keys.RegistryOf(p)) })
-	return p
-}
-
 // TestPrefix: two queues of one name under two key prefixes share no key:
 // neither sees the other's items, counts, pause, dead letters or
 // schedules, and each is announced in its own registry only.
@@ -33,7 +22,7 @@ func TestPrefix(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
-		pa, pb := testPrefix(t, rdb), testPrefix(t, rdb)
+		pa, pb := redistest.Prefix(t, rdb), redistest.Prefix(t, rdb)
 		a := blocking.New[string](rdb, name, blocking.WithPrefix(pa), blocking.WithMaxAttempts(1))
 		b := blocking.New[string](rdb, name, blocking.WithPrefix(pb))
 		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
@@ -132,7 +121,7 @@ func TestPrefixTransfer(t *testing.T) {
 	defer cancel()
 	name := redistest.QueueName(t)
 	redistest.Unregister(t, rdb, name)
-	p := testPrefix(t, rdb)
+	p := redistest.Prefix(t, rdb)
 	q := blocking.New[string](rdb, name, blocking.WithPrefix(p))
 	t.Cleanup(func() { _ = q.Close() })
 	// A producer without a transfer of its own: a delayed queue that

@@ -2,8 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/dashboard"
 	"github.com/redelay/redelay/inspect"
-	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
 )
 
@@ -22,8 +19,7 @@ func TestPrefix(t *testing.T) {
 	rdb := redistest.Standalone(t)
 	ctx := context.Background()
 	name := redistest.QueueName(t)
-	p := fmt.Sprintf("t%08x", rand.Uint32())
-	t.Cleanup(func() { rdb.Del(context.Background(), keys.RegistryOf(p)) })
+	p := redistest.Prefix(t, rdb)
 	q := blocking.New[string](rdb, name, blocking.WithPrefix(p))
 	t.Cleanup(func() { _ = q.Close() })
 	if _, _, err := q.Poll(ctx, 0); err != nil { // consumes: announces the queue

@@ -78,7 +78,10 @@ func TestDecoding(t *testing.T) {
 		})
 		t.Run("no codec recorded", func(t *testing.T) {
 			name := redistest.QueueName(t)
-			offer(blocking.New[string](rdb, name), "x") // a producer does not announce
+			offer(blocking.New[string](rdb, name), "x")                                       // a producer records its codec...
+			if err := rdb.HDel(ctx, redistest.KeysOf(name).Meta, "codec").Err(); err != nil { // ...until it is lost
+				t.Fatal(err)
+			}
 			it := only(t, in, name, inspect.Ready)
 			if it.Value != nil || !strings.Contains(it.DecodeError, "not recorded") || it.ID == "" {
 				t.Errorf("item = %+v", it)

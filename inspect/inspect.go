@@ -29,6 +29,9 @@ var (
 	// prefix with braces or whitespace, or empty); every call returns it.
 	// It is blocking.ErrInvalidQueue.
 	ErrInvalidQueue = blocking.ErrInvalidQueue
+	// ErrNotEmpty: Forget of a queue that still holds items or
+	// schedules. Nothing was changed.
+	ErrNotEmpty = iqueue.ErrNotEmpty
 )
 
 // Stats are a queue's counts by state and its timings: the type of
@@ -265,4 +268,53 @@ func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
 		return ServerInfo{}, fmt.Errorf("server: %w", err)
 	}
 	return ServerInfo(got), nil
+}
+
+// QueueStats is the stats of one queue of AllStats: Err says why they
+// could not be read (a name in the registry that is no queue name wraps
+// ErrInvalidArgument).
+type QueueStats struct {
+	Queue string
+	Stats Stats
+	Err   error
+}
+
+// AllStats reads the stats of every queue of Queues in a bounded number
+// of round trips, however many queues there are: the registry, then one
+// pipeline of every queue's stats script (one round trip per master of a
+// Cluster), and one more for the queues that have partitions. What Stats
+// reads for one queue, in name order.
+func (in *Inspector) AllStats(ctx context.Context) ([]QueueStats, error) {
+	names, err := in.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stats, errs := iqueue.StatsOf(ctx, in.rdb, in.prefix, names)
+	out := make([]QueueStats, len(names))
+	for i, name := range names {
+		out[i] = QueueStats{Queue: name, Stats: Stats(stats[i])}
+		if errs[i] != nil {
+			out[i].Err = wrap("stats", name, errs[i])
+		}
+	}
+	return out, nil
+}
+
+// Forget removes a queue that holds nothing from this Redis: what it
+// leaves behind (its settings, recorded codec, totals and history, offer
+// counter) is deleted and it leaves the registry of queues, so Queues no
+// longer lists it. A queue that holds any item (pending, ready, in
+// flight, dead) or a recurring schedule is refused with ErrNotEmpty,
+// changing nothing; ErrNotFound when there is no such
+// queue. A process that uses the queue again brings it back. Queues that
+// hold nothing and that no process announced for the retention period
+// (blocking.WithRetention) are forgotten by the processes' own sweep.
+func (in *Inspector) Forget(ctx context.Context, queue string) error {
+	if _, _, err := in.open(ctx, queue); err != nil {
+		return wrap("forget", queue, err)
+	}
+	if err := iqueue.Forget(ctx, in.rdb, in.prefix, queue); err != nil {
+		return wrap("forget", queue, err)
+	}
+	return nil
 }

@@ -57,6 +57,7 @@ func TestNoKeyspaceScan(t *testing.T) {
 					{"Schedules", func() error { _, err := in.Schedules(ctx, f.name); return err }},
 					{"History", func() error { _, err := in.History(ctx, f.name, time.Time{}); return err }},
 					{"Consumers", func() error { _, err := in.Consumers(ctx); return err }},
+					{"AllStats", func() error { _, err := in.AllStats(ctx); return err }},
 					{"Server", func() error { _, err := in.Server(ctx); return err }},
 					{"RunSchedule", func() error { _, err := in.RunSchedule(ctx, f.name, "nightly"); return err }},
 				}
@@ -79,6 +80,7 @@ func TestNoKeyspaceScan(t *testing.T) {
 					call{"Pause", func() error { return in.Pause(ctx, f.name) }},
 					call{"Resume", func() error { return in.Resume(ctx, f.name) }},
 					call{"Unschedule", func() error { _, err := in.Unschedule(ctx, f.name, "nightly"); return err }},
+					call{"Forget", func() error { return wantNotEmpty(in.Forget(ctx, f.name)) }}, // it holds items
 				)
 				for _, st := range inspect.States() {
 					calls = append(calls, call{"Purge", func() error { _, err := in.Purge(ctx, f.name, st); return err }})
@@ -129,4 +131,13 @@ func notFound[T any](_ T, err error) error {
 		return nil
 	}
 	return fmt.Errorf("want ErrNotFound, got %v", err)
+}
+
+// wantNotEmpty turns the ErrNotEmpty a call is expected to return into
+// nil, and anything else into an error.
+func wantNotEmpty(err error) error {
+	if errors.Is(err, inspect.ErrNotEmpty) {
+		return nil
+	}
+	return fmt.Errorf("want ErrNotEmpty, got %v", err)
 }

@@ -3,8 +3,6 @@ package inspect_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/inspect"
-	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
 )
 
@@ -24,8 +21,7 @@ func TestPrefix(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
-		p := fmt.Sprintf("t%08x", rand.Uint32())
-		t.Cleanup(func() { rdb.Del(context.Background(), keys.RegistryOf(p)) })
+		p := redistest.Prefix(t, rdb)
 		redistest.Unregister(t, rdb, name)
 		q := blocking.New[string](rdb, name, blocking.WithPrefix(p))
 		t.Cleanup(func() { _ = q.Close() })

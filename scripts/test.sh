@@ -5,7 +5,9 @@
 # formatting and go vet, then runs every test with the race detector.
 # Without arguments it then tests the command-line tool (cmd/redelay, its
 # own module), whose tests drive the dashboard in headless Chromium
-# (Debian's chromium package, installed like Redis when missing), and runs
+# (Debian's chromium package, installed like Redis when missing), and
+# installs it as a user does (the README's go install line, against the
+# library at the commit cmd/redelay/go.mod pins), and runs
 # the side-by-side benchmark (bench/, its own module) as a smoke test: its
 # tests, and the smoke run (every workload and contestant at tiny sizes,
 # about a minute), which fails on any lost or duplicated item or
@@ -91,9 +93,18 @@ go test -race -count=1 -timeout 15m "$@" ./...
 
 if (($# == 0)); then
 	(
+		# The tool builds against this checkout's library through
+		# cmd/redelay/go.work.
 		cd cmd/redelay
 		go vet ./...
-		go test -race -count=1 -timeout 10m ./...
+		install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
+		go test -race -count=1 -timeout 10m -skip "$install_tests" ./...
+		# Then, alone (it compiles the tool and its dependencies from an
+		# empty module cache, as a user's first go install does), the
+		# README's install line against the modules as committed: the
+		# library at the commit go.mod pins, the tool at HEAD. It needs
+		# the whole history (no shallow clone) and the Go module proxy.
+		go test -count=1 -timeout 10m -run "$install_tests" ./internal/modpin
 	)
 	(
 		cd bench

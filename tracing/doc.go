@@ -99,7 +99,9 @@
 //     (delayed, retry, ready, inflight, dead), redelay.queue.latency (s,
 //     gauge: how long the oldest ready item has waited since it fell due,
 //     as blocking.Stats.Latency: the figure to alert on) and
-//     redelay.queue.paused ({queue}, gauge: 1 while paused), all three from
+//     redelay.queue.paused ({queue}, gauge: 1 while paused), and
+//     redelay.messages.dead_dropped ({message}, observable counter: dead
+//     letters dropped by blocking.WithDeadLetterBounds), all from
 //     one stats script call per collection (one per partition), for each
 //     queue that consumes or transfers in the process (a queue used only to
 //     offer reports none)

@@ -66,6 +66,7 @@ const (
 	MetricDepth             = "redelay.queue.depth"                 // gauge, {message}: items by redelay.queue.state
 	MetricLatency           = "redelay.queue.latency"               // gauge, s: how long the oldest ready item has waited since it fell due (blocking.Stats.Latency)
 	MetricPaused            = "redelay.queue.paused"                // gauge, {queue}: 1 while the queue is paused, else 0 (blocking.Stats.Paused)
+	MetricDeadDropped       = "redelay.messages.dead_dropped"       // observable counter, {message}: dead letters dropped by the queue's bounds (blocking.Stats.DeadDropped)
 	MetricBatch             = "redelay.transfer.batch.size"         // histogram, {message}: items moved by one transfer run
 	MetricTransferErr       = "redelay.transfer.errors"             // counter, {run}: failed transfer runs
 )

@@ -99,6 +99,7 @@ var metricTable = map[string]metricRow{
 	"redelay.queue.depth":                 {data: "gauge", unit: "{message}", own: []attribute.Key{"redelay.queue.state"}},
 	"redelay.queue.latency":               {data: "gauge", unit: "s"},
 	"redelay.queue.paused":                {data: "gauge", unit: "{queue}"},
+	"redelay.messages.dead_dropped":       {data: "sum", unit: "{message}"},
 	"redelay.redis.eviction":              {data: "gauge", own: []attribute.Key{"redelay.redis.maxmemory_policy"}},
 }
 
@@ -369,6 +370,7 @@ func TestSemanticConventions(t *testing.T) {
 			"redelay.queue.depth/dead":                               2,
 			"redelay.queue.latency":                                  0,
 			"redelay.queue.paused":                                   0,
+			"redelay.messages.dead_dropped":                          0, // no bounds
 			"redelay.redis.eviction":                                 0,
 		}
 		batches := got["redelay.transfer.batch.size"]

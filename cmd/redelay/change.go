@@ -16,7 +16,8 @@ import (
 type changeJSON struct {
 	Queue string `json:"queue"`
 	// Action is what was done: cancelled, rescheduled, promoted,
-	// requeued, purged, paused, resumed, ran (a schedule) or unscheduled.
+	// requeued, purged, paused, resumed, ran (a schedule), unscheduled or
+	// forgotten.
 	Action   string `json:"action"`
 	Schedule string `json:"schedule,omitempty"` // the schedule run or unscheduled
 	ID       string `json:"id,omitempty"`

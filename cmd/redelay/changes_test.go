@@ -132,3 +132,24 @@ func TestPurge(t *testing.T) {
 		}
 	})
 }
+
+// forget refuses a queue that holds items, then, once it is purged,
+// removes it from the registry.
+func TestForget(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		conn := connFlags(t, rdb)
+		name := fixture(t, rdb)
+		if r := cli(t, with(conn, "forget", name)...); r.code != 1 || !strings.Contains(r.stderr, "purge") {
+			t.Fatalf("forget of a queue holding items: %v", r)
+		}
+		for _, st := range []string{"delayed", "dead"} {
+			ok(t, with(conn, "purge", name, "--state", st, "--yes")...)
+		}
+		if out := ok(t, with(conn, "forget", name)...); out != `forgot queue "`+name+"\"\n" {
+			t.Fatalf("forget printed %q", out)
+		}
+		if out := ok(t, with(conn, "queues")...); strings.Contains(out, name) {
+			t.Fatalf("queues lists %s after forget:\n%s", name, out)
+		}
+	})
+}

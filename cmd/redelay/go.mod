@@ -6,9 +6,10 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/redelay/redelay v0.0.0-00010101000000-000000000000
+	github.com/redelay/redelay v0.0.0-20261203103412-99a16616c4ae
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/mod v0.43.0
 )
 
 require (
@@ -31,5 +32,3 @@ require (
 	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
-
-replace github.com/redelay/redelay => ../..

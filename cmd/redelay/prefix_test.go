@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/inspect"
-	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
 )
 
@@ -23,8 +20,7 @@ func TestPrefixFlag(t *testing.T) {
 		ctx := context.Background()
 		conn := connFlags(t, rdb)
 		name := redistest.QueueName(t)
-		p := fmt.Sprintf("t%08x", rand.Uint32())
-		t.Cleanup(func() { rdb.Del(context.Background(), keys.RegistryOf(p)) })
+		p := redistest.Prefix(t, rdb)
 		q := blocking.New[string](rdb, name, blocking.WithPrefix(p))
 		t.Cleanup(func() { _ = q.Close() })
 		if _, _, err := q.Poll(ctx, 0); err != nil { // consumes: announces the queue

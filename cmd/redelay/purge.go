@@ -112,3 +112,30 @@ func confirm(r io.Reader, w io.Writer, prompt string) error {
 		return errAborted
 	}
 }
+
+// forgetCommand returns the forget command.
+func (a *app) forgetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget QUEUE",
+		Short: "Remove a queue that holds nothing, and what it left in Redis",
+		Long: `Remove QUEUE, which must hold nothing (no item in any state, no recurring
+schedule), from this Redis: what it left behind (settings, recorded codec,
+totals and history, counters) is deleted and it leaves the registry of queues.
+Exit 1, changing nothing, when it holds anything: purge it first. A process
+that uses the queue again brings it back. Queues that hold nothing and that no
+process used for the retention period (blocking.WithRetention, a week by
+default) are forgotten by the processes themselves.`,
+		Args:              exactArgs("QUEUE"),
+		ValidArgsFunction: a.completeQueue,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			err := a.withInspector(cmd, func(ctx context.Context, in *inspect.Inspector) error {
+				return in.Forget(ctx, args[0])
+			})
+			if err != nil {
+				return err
+			}
+			return a.report(cmd.OutOrStdout(), changeJSON{Queue: args[0], Action: "forgotten"},
+				fmt.Sprintf("forgot queue %q", args[0]))
+		}),
+	}
+}

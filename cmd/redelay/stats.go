@@ -123,16 +123,19 @@ ready_per_sec and dead_per_sec from the second sample on; a failed sample is
 // there by hand or by another tool), which is passed to skipped with the
 // error that says why, so that one bad entry does not hide every queue.
 func collectStats(ctx context.Context, in *inspect.Inspector, queue string, skipped func(name string, err error)) ([]statsRow, error) {
-	names := []string{queue}
+	var all []inspect.QueueStats
 	if queue == "" {
 		var err error
-		if names, err = in.Queues(ctx); err != nil {
+		if all, err = in.AllStats(ctx); err != nil { // a bounded number of round trips
 			return nil, err
 		}
+	} else {
+		st, err := in.Stats(ctx, queue)
+		all = []inspect.QueueStats{{Queue: queue, Stats: st, Err: err}}
 	}
-	rows := make([]statsRow, 0, len(names))
-	for _, name := range names {
-		st, err := in.Stats(ctx, name)
+	rows := make([]statsRow, 0, len(all))
+	for _, qs := range all {
+		name, st, err := qs.Queue, qs.Stats, qs.Err
 		if errors.Is(err, inspect.ErrNotFound) && queue == "" {
 			continue
 		}

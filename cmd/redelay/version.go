@@ -18,12 +18,14 @@ const unknown = "unknown"
 // versionJSON is what the version command prints, and its JSON.
 type versionJSON struct {
 	// Version is the tool's module version: v1.2.3 when installed from a
-	// tag, (devel) when built from a checkout.
+	// tag, a pseudo-version (v0.0.0-20261203101020-9c64d7d9b737) from an
+	// untagged commit, (devel) when built from a checkout.
 	Version        string `json:"version"`
 	Library        string `json:"library"`         // the library's module path
 	LibraryVersion string `json:"library_version"` // (devel) when replaced by a directory
-	// LibraryReplace is what go.mod replaces the library with: a
-	// directory (../..) or another module.
+	// LibraryReplace is what the build replaced the library with: a
+	// directory (../.., by go.work in a checkout) or another module;
+	// empty for an installed tool, built with the version go.mod pins.
 	LibraryReplace string `json:"library_replace,omitempty"`
 	Go             string `json:"go"`       // the toolchain that built the tool
 	Platform       string `json:"platform"` // GOOS/GOARCH
@@ -44,7 +46,7 @@ and the platform; the commit when the build recorded it. It connects to
 nothing.
 
 -o json prints an object: version, library, library_version, library_replace
-(what go.mod replaces the library with, when it does), go, platform, commit
+(what the build replaced the library with, when it did), go, platform, commit
 and modified (when recorded).`,
 		Args: exactArgs(),
 		RunE: action(func(cmd *cobra.Command, _ []string) error {

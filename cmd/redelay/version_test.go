@@ -9,7 +9,7 @@ import (
 // version prints the tool's version, the library's and Go's, from the
 // build information, without connecting to Redis; -o json too. The
 // tests' build has no version control stamp, and takes the library from
-// the checkout (the replace of go.mod).
+// the checkout (the replace of go.work).
 func TestVersion(t *testing.T) {
 	const nowhere = "redis://127.0.0.1:1/0"
 	out := ok(t, "--redis", nowhere, "version")

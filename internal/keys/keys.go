@@ -119,6 +119,12 @@ const (
 	// number of partitions, recorded by the first process that opened it
 	// (absent in a queue no process of this version opened: one).
 	MetaPartitions = "partitions"
+	// MetaDeadMax and MetaDeadMaxAge are the dead-letter bounds
+	// (blocking.WithDeadLetterBounds): at most this many, none older than
+	// this many ms; MetaDeadDropped counts what they dropped.
+	MetaDeadMax     = "dead_max"
+	MetaDeadMaxAge  = "dead_max_age_ms"
+	MetaDeadDropped = "dead_dropped"
 )
 
 // MaxPartitions bounds the number of partitions of one queue.

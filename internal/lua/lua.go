@@ -80,6 +80,10 @@ var (
 	confirmSrc string
 	//go:embed consumers.lua
 	consumersSrc string
+	//go:embed forget.lua
+	forgetSrc string
+	//go:embed unannounce.lua
+	unannounceSrc string
 )
 
 // Scripts are immutable after construction (source and SHA only). Each is
@@ -116,6 +120,8 @@ var (
 	Ack             = redis.NewScript(compose(ackSrc))             // ack.lua
 	Confirm         = redis.NewScript(compose(confirmSrc))         // confirm.lua
 	Consumers       = redis.NewScript(compose(consumersSrc))       // consumers.lua
+	Forget          = redis.NewScript(compose(forgetSrc))          // forget.lua
+	Unannounce      = redis.NewScript(compose(unannounceSrc))      // unannounce.lua
 )
 
 // Offer statuses returned by offer.lua, one per item.

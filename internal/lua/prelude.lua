@@ -503,6 +503,15 @@ local function story()
     return with_attempt(without_deadline(env), 0)
   end
 
+  -- S.dead_at returns when env was dead-lettered (Unix ms), nil when it
+  -- does not say.
+  function S.dead_at(env)
+    if not is_envelope(env) then
+      return nil
+    end
+    return tonumber(header_value(env, HEADER_DEAD_AT))
+  end
+
   story_fns = S
   return S
 end
@@ -912,4 +921,48 @@ local function count_settled(kMeta, kHist, kind, n)
     redis.call('HDEL', kHist, unpack(old, i, math.min(i + 999, #old)))
   end
   redis.call('PEXPIRE', kHist, (HISTORY_MINUTES + 60) * 60000)
+end
+
+-- dead_bound keeps at most the queue's dead_max dead letters (its meta
+-- hash, written by a process given blocking.WithDeadLetterBounds) in kDead
+-- after a push, dropping the oldest (the list's right end), counted in the
+-- meta hash's dead_dropped. No bound recorded: nothing is dropped. The
+-- caller has read kMeta and kDead before its first write.
+local function dead_bound(kMeta, kDead)
+  local max = tonumber(redis.call('HGET', kMeta, 'dead_max') or '')
+  if not max or max < 1 then
+    return 0
+  end
+  local n = redis.call('LLEN', kDead)
+  if n <= max then
+    return 0
+  end
+  redis.call('LTRIM', kDead, 0, max - 1)
+  redis.call('HINCRBY', kMeta, 'dead_dropped', n - max)
+  return n - max
+end
+
+-- dead_expire drops, oldest first, up to limit dead letters of kDead that
+-- were dead-lettered more than the queue's dead_max_age_ms ago (its meta
+-- hash), counted in dead_dropped; it stops at the first younger one, or
+-- one that does not say when it died.
+local function dead_expire(kMeta, kDead, now, limit)
+  local age = tonumber(redis.call('HGET', kMeta, 'dead_max_age_ms') or '')
+  if not age or age < 1 then
+    return 0
+  end
+  local dropped = 0
+  for _ = 1, limit do
+    local oldest = redis.call('LINDEX', kDead, -1)
+    local at = oldest and story().dead_at(oldest)
+    if not at or at >= now - age then
+      break
+    end
+    redis.call('RPOP', kDead)
+    dropped = dropped + 1
+  end
+  if dropped > 0 then
+    redis.call('HINCRBY', kMeta, 'dead_dropped', dropped)
+  end
+  return dropped
 end

@@ -169,6 +169,7 @@ for i = 1, #envs do
 end
 if #dead > 0 then
   redis.call('LPUSH', KEYS[5], unpack(dead))
+  dead_bound(KEYS[6], KEYS[5])
 end
 if n > 0 then
   redis.call('ZADD', KEYS[2], unpack(leases))

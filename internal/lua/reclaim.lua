@@ -5,7 +5,9 @@
 -- recorded or it is no positive integer) go to the dead letters instead,
 -- the reason in their error header, without their deadline
 -- (story().dead_letter). Each expired lease counts as a failed attempt, its
--- error added to the item's last errors (count_settled). An in-flight
+-- error added to the item's last errors (count_settled). The dead letters
+-- are kept within the queue's bounds, if it has any (dead_bound,
+-- dead_expire). An in-flight
 -- entry that is no envelope at all (see is_envelope) goes to the dead
 -- letters as it is, as in receive.lua.
 --
@@ -96,7 +98,9 @@ out[1] = #back
 if #dead > 0 then
   redis.call('LPUSH', KEYS[7], unpack(dead))
   out[6] = #dead
+  dead_bound(KEYS[4], KEYS[7])
 end
+dead_expire(KEYS[4], KEYS[7], now, limit)
 
 -- The claimed list: give back what has been there too long; remember when
 -- the rest was first seen; forget what left.

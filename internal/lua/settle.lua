@@ -79,6 +79,7 @@ if dead then
   -- brought the item here is in its headers. A dead letter has no
   -- deadline.
   redis.call('LPUSH', KEYS[6], story().dead_letter(env, ARGV[3], why, attempt))
+  dead_bound(KEYS[7], KEYS[6])
   return {3, max}
 end
 

@@ -17,7 +17,8 @@
 --   inflight (leased + claimed), dead (the dead-letter queue's ready items,
 --   counted as X.ready_len counts),
 --   paused 0|1, due ms of the oldest ready item or -1, next due µs or -1,
---   server now µs, processed, failed (count_settled's totals)}
+--   server now µs, processed, failed (count_settled's totals), dead
+--   letters dropped by the queue's bounds (dead_bound, dead_expire)}
 local us = now_us()
 local oldest = -1
 local function consider(env)
@@ -52,7 +53,7 @@ local next_due = head_due(KEYS[1], KEYS[2])
 if next_due == math.huge then
   next_due = -1
 end
-local meta = redis.call('HMGET', KEYS[7], 'paused', 'processed', 'failed')
+local meta = redis.call('HMGET', KEYS[7], 'paused', 'processed', 'failed', 'dead_dropped')
 local paused = 0
 if meta[1] then
   paused = 1
@@ -69,4 +70,5 @@ return {
   us,
   tonumber(meta[2]) or 0,
   tonumber(meta[3]) or 0,
+  tonumber(meta[4]) or 0,
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
 )
@@ -46,7 +47,28 @@ type Target struct {
 	// announced.
 	Announce bool
 	Codec    string
+	// Retention is how long a queue of the same key prefix that holds
+	// nothing and that no process announced is kept before this process's
+	// sweep forgets it (store.Client.ForgetQueue); 0 means
+	// DefaultRetention, negative: this process does not sweep.
+	Retention time.Duration
 }
+
+// DefaultRetention is Target.Retention's default: a week.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// AnnounceEvery is how often a worker announces its queue again while it
+// runs, so that the registry's score says when a process last used it.
+const AnnounceEvery = time.Hour
+
+// Bounds of the retention sweep: it runs every tenth of the smallest
+// retention of the service's queues, between sweepMin and sweepMax, and
+// forgets at most sweepBatch queues of each prefix per run.
+const (
+	sweepMin   = 100 * time.Millisecond
+	sweepMax   = 10 * time.Minute
+	sweepBatch = 20
+)
 
 func (t *Target) validate() error {
 	if t.Queue == nil {
@@ -98,6 +120,9 @@ type Service struct {
 	cancel  context.CancelFunc // ends pub/sub calls in flight when the last queue leaves
 	quit    chan struct{}      // closed when the last queue leaves
 	done    chan struct{}      // closed when manage returns
+	// sweepFrom is where the next retention sweep of each prefix starts
+	// in its stale registry entries (manage's alone).
+	sweepFrom map[string]int64
 }
 
 // Register starts transferring t on its client's service, creating the
@@ -134,9 +159,9 @@ func Register(t Target) (*Registration, error) {
 func newService(c *store.Client, srv *Server, shared bool) *Service {
 	s := &Service{
 		c: c, srv: srv, shared: shared, workers: map[string]*worker{},
-		changed: make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		changed: make(chan struct{}, 1), sweepFrom: map[string]int64{},
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.manage()
@@ -234,6 +259,8 @@ func (s *Service) manage() {
 	ctx := s.ctx
 	var ps *redis.PubSub
 	var listening chan struct{}
+	sweep := time.NewTimer(sweepMax)
+	defer sweep.Stop()
 	defer func() {
 		if ps != nil {
 			_ = ps.Close()
@@ -245,7 +272,11 @@ func (s *Service) manage() {
 		select {
 		case <-s.quit:
 			return
+		case <-sweep.C:
+			sweep.Reset(s.sweepRetention(ctx))
+			continue
 		case <-s.changed:
+			sweep.Reset(s.sweepInterval())
 		}
 		want := s.channels()
 		var add, drop []string
@@ -367,4 +398,71 @@ func RunOnce(ctx context.Context, t Target) error {
 	}
 	_, err := newWorker(t).drain(ctx)
 	return err
+}
+
+// retentions returns, for each key prefix of the service's announced
+// queues, the smallest retention they ask for (absent: none sweeps).
+func (s *Service) retentions() map[string]time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]time.Duration{}
+	for _, w := range s.workers {
+		r := cmp.Or(w.t.Retention, DefaultRetention)
+		if !w.t.Announce || r < 0 {
+			continue
+		}
+		k := w.t.Queue.K.Prefix
+		if cur, ok := out[k]; !ok || r < cur {
+			out[k] = r
+		}
+	}
+	return out
+}
+
+// sweepInterval is the time to the next retention sweep.
+func (s *Service) sweepInterval() time.Duration {
+	next := sweepMax
+	for _, r := range s.retentions() {
+		next = min(next, max(r/10, sweepMin))
+	}
+	return next
+}
+
+// sweepRetention forgets the queues that hold nothing and that no process
+// announced for the retention of their prefix (at most sweepBatch per
+// prefix), and returns the time to the next sweep. Errors are logged at
+// debug level: the next sweep tries again.
+func (s *Service) sweepRetention(ctx context.Context) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	log := slog.Default()
+	for prefix, r := range s.retentions() {
+		before := time.Now().Add(-r).UnixMilli()
+		// The queues that still hold items stay in the registry: the
+		// cursor steps past them, back to the start once at the end.
+		names, err := s.c.StaleQueues(ctx, prefix, before, s.sweepFrom[prefix], sweepBatch)
+		if err != nil {
+			log.Debug("redelay: retention sweep: reading the registry", "prefix", prefix, "err", err)
+			continue
+		}
+		if len(names) < sweepBatch {
+			s.sweepFrom[prefix] = 0
+		}
+		for _, name := range names {
+			k, err := keys.For(prefix, name)
+			if err != nil {
+				continue // not a queue's name: the inspector reports it
+			}
+			if held, err := s.c.ForgetQueue(ctx, k, before); err != nil {
+				log.Debug("redelay: retention sweep: forgetting a queue", "queue", name, "err", err)
+			} else if held > 0 {
+				if len(names) == sweepBatch {
+					s.sweepFrom[prefix]++
+				}
+			} else {
+				log.Debug("redelay: retention sweep: forgot a queue that held nothing", "queue", name, "retention", r)
+			}
+		}
+	}
+	return s.sweepInterval()
 }

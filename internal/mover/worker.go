@@ -22,10 +22,11 @@ type worker struct {
 	pause  *Pause
 	// What to announce (see Target.Announce), merged from every
 	// registration of the queue, and whether it was.
-	annMu     sync.Mutex
-	announceQ bool
-	codec     string
-	announced bool
+	annMu       sync.Mutex
+	announceQ   bool
+	codec       string
+	announced   bool
+	announcedAt time.Time // when it last announced the queue (again every AnnounceEvery)
 	// specs caches parsed schedule specs, and bad holds the record last
 	// logged of each schedule that cannot be planned; only the worker's
 	// goroutine uses them.
@@ -217,17 +218,17 @@ func (w *worker) merge(t Target) {
 // again after the next run.
 func (w *worker) announce(ctx context.Context) {
 	w.annMu.Lock()
-	skip, codec := w.announced || !w.announceQ, w.codec
+	skip, codec := (w.announced && time.Since(w.announcedAt) < AnnounceEvery) || !w.announceQ, w.codec
 	w.annMu.Unlock()
 	if skip {
 		return
 	}
 	_, err := call(ctx, w, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.t.Queue.Announce(ctx, codec)
+		return struct{}{}, w.t.Queue.Announce(ctx, codec, true)
 	})
 	if err == nil {
 		w.annMu.Lock()
-		w.announced = w.codec == codec
+		w.announced, w.announcedAt = w.codec == codec, time.Now()
 		w.annMu.Unlock()
 	}
 }

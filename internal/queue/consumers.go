@@ -35,13 +35,18 @@ type Consumer struct {
 	LastSeen    time.Time `json:"-"` // the server's clock at its last refresh
 }
 
+// consumerGone bounds the removal of a consumer's record when it stops: a
+// stalled Redis must not hold up the stop (the record stops being listed
+// after ConsumerGone anyway).
+const consumerGone = 250 * time.Millisecond
+
 // Present records this process as a consumer of q (with concurrency
 // handlers, and inFlight items held now) in the registry of consumers
-// until stop is closed, refreshing the record every ConsumerRefresh; then
-// it removes the record and returns. Run it in a goroutine owned by the
+// until ctx ends, refreshing the record every ConsumerRefresh; then it
+// removes the record and returns. Run it in a goroutine owned by the
 // consumer. Redis errors are logged at debug level and tried again at the
 // next refresh: the registry informs operators, it never stops a consumer.
-func (q *Queue) Present(stop <-chan struct{}, concurrency int, inFlight func() int) {
+func (q *Queue) Present(ctx context.Context, concurrency int, inFlight func() int) {
 	c := q.parts[0]
 	st := c.Store.Client()
 	host, _ := os.Hostname()
@@ -51,8 +56,12 @@ func (q *Queue) Present(stop <-chan struct{}, concurrency int, inFlight func() i
 		rec.InFlight = inFlight()
 		b, err := json.Marshal(rec)
 		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), ConsumerRefresh)
-			err = st.PutConsumer(ctx, c.Keys.Prefix, id, b, sweep)
+			// Call returns when ctx ends (the consumer stops) even while
+			// Redis stalls; the call finishes in the background.
+			pctx, cancel := context.WithTimeout(ctx, ConsumerRefresh)
+			_, err = Call(pctx, c, func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, st.PutConsumer(ctx, c.Keys.Prefix, id, b, sweep)
+			}, nil)
 			cancel()
 		}
 		if err != nil {
@@ -64,10 +73,12 @@ func (q *Queue) Present(stop <-chan struct{}, concurrency int, inFlight func() i
 	defer tick.Stop()
 	for n := 1; ; n++ {
 		select {
-		case <-stop:
-			ctx, cancel := context.WithTimeout(context.Background(), ConsumerRefresh)
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), consumerGone)
 			defer cancel()
-			if err := st.DeleteConsumer(ctx, c.Keys.Prefix, id); err != nil {
+			if _, err := Call(dctx, c, func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, st.DeleteConsumer(ctx, c.Keys.Prefix, id)
+			}, nil); err != nil {
 				c.Cfg.Logger.Debug("redelay: could not remove this consumer's record", "queue", q.Name(), "err", err)
 			}
 			return

@@ -25,6 +25,7 @@ var (
 	ErrDuplicate       = errors.New("redelay: duplicate id")
 	ErrOutOfMemory     = errors.New("redelay: Redis out of memory")
 	ErrNotFound        = errors.New("redelay: not found")
+	ErrNotEmpty        = errors.New("redelay: queue not empty")
 )
 
 // ErrorType is the error.type the telemetry gives an error of a queue
@@ -38,7 +39,7 @@ func ErrorType(err error) string {
 		{ErrLeaseLost, "lease_lost"}, {ErrDuplicate, "duplicate"}, {ErrQueueFull, "queue_full"},
 		{ErrNotReplicated, "not_replicated"}, {ErrClosed, "closed"}, {ErrPayloadTooLarge, "payload_too_large"},
 		{ErrInvalidArgument, "invalid_argument"}, {ErrInvalidQueue, "invalid_queue"},
-		{ErrCorrupt, "corrupt"}, {ErrDecode, "decode"}, {ErrNotFound, "not_found"}, {ErrOutOfMemory, "out_of_memory"},
+		{ErrCorrupt, "corrupt"}, {ErrDecode, "decode"}, {ErrNotFound, "not_found"}, {ErrOutOfMemory, "out_of_memory"}, {ErrNotEmpty, "not_empty"},
 	} {
 		if errors.Is(err, e.err) {
 			return e.name

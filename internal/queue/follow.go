@@ -164,3 +164,23 @@ func Eviction(ctx context.Context, rdb redis.UniversalClient) string {
 func ServerInfo(ctx context.Context, rdb redis.UniversalClient) (store.ServerInfo, error) {
 	return store.New(rdb).Info(ctx)
 }
+
+// Forget forgets the queue name under the key prefix ("": the default)
+// once it holds nothing: what it leaves behind (settings, codec, totals,
+// history, counters) is deleted and it leaves the registry of queues
+// (store.Client.ForgetQueue). A queue that holds items is refused with
+// ErrNotEmpty, saying how many.
+func Forget(ctx context.Context, rdb redis.UniversalClient, prefix, name string) error {
+	k, err := keys.For(prefix, name)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalidArgument)
+	}
+	held, err := store.New(rdb).ForgetQueue(ctx, k, 0)
+	if err != nil {
+		return err
+	}
+	if held > 0 {
+		return fmt.Errorf("it holds %d items (or schedules): purge or consume them first: %w", held, ErrNotEmpty)
+	}
+	return nil
+}

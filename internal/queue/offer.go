@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redelay/redelay/internal/keys"
+	"github.com/redelay/redelay/internal/mover"
 	"github.com/redelay/redelay/internal/store"
 )
 
@@ -122,21 +123,25 @@ func (q *Queue) Offer(ctx context.Context, v any, w When, r OfferRequest) (strin
 }
 
 // announceOffered records the queue in the registry of queues after this
-// process's first offer that stored something (or schedule: Schedule),
-// so that a queue only
-// producers used is listed (inspect.Queues, the dashboard, the CLI): one
-// more round trip for the first offer of the process, none after it. A
-// failure is tried again by the next offer; it does not fail the offer.
+// process's first offer that stored something (or Schedule), and again
+// after the first one an hour later (mover.AnnounceEvery), so that a
+// queue only producers use is listed (inspect.Queues, the dashboard, the
+// CLI) and not forgotten by the retention sweep: one more round trip for
+// those offers, none for the others. A failure is tried again by the next
+// offer; it does not fail the offer.
 func (q *Queue) announceOffered(ctx context.Context, err error) {
-	if q.offered.Load() || (err != nil && !errors.Is(err, ErrNotReplicated)) {
+	if last := q.announced.Load(); last != 0 && time.Now().UnixNano()-last < int64(mover.AnnounceEvery) {
+		return
+	}
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return
 	}
 	c := q.parts[0]
 	_, aerr := Call(ctx, c, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, c.Store.Announce(ctx, c.Cfg.Codec.Name())
+		return struct{}{}, c.Store.Announce(ctx, c.Cfg.Codec.Name(), false)
 	}, nil)
 	if aerr == nil {
-		q.offered.Store(true)
+		q.announced.Store(time.Now().UnixNano())
 	}
 }
 

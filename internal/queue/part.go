@@ -68,6 +68,16 @@ type Config struct {
 	ReplicaAckSet bool
 	// Prefix replaces "redelay" at the start of every key ("": keep it).
 	Prefix string
+	// Retention is how long a queue of the prefix that holds nothing and
+	// that no process announced is kept before this process's sweep
+	// forgets it (mover.Target.Retention).
+	Retention time.Duration
+	// DeadMax and DeadMaxAge bound the dead letters (0: no bound);
+	// DeadBoundsSet says WithDeadLetterBounds was given, and then they
+	// are recorded in Redis for every process when this one starts.
+	DeadMax       int64
+	DeadMaxAge    time.Duration
+	DeadBoundsSet bool
 }
 
 // Defaults for at-least-once delivery.
@@ -98,12 +108,13 @@ type part struct {
 	closing chan struct{} // closed by Close: blocked calls return ErrClosed
 	bg      store.Calls   // calls given up on, finishing in the background
 
-	mu         sync.Mutex
-	closed     bool
-	reg        *mover.Registration // started by StartBackground
-	stopGauge  func()
-	maxWritten bool                                             // MaxAttempts recorded in Redis
-	gauges     func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats (set by assemble)
+	mu            sync.Mutex
+	closed        bool
+	reg           *mover.Registration // started by StartBackground
+	stopGauge     func()
+	maxWritten    bool                                             // MaxAttempts recorded in Redis
+	boundsWritten bool                                             // DeadMax and DeadMaxAge recorded in Redis
+	gauges        func(context.Context) (telemetry.Reading, error) // what the gauges read; nil: Stats (set by assemble)
 }
 
 // New validates its arguments; a problem is kept and returned by every call
@@ -448,11 +459,30 @@ func (c *part) StartBackground(ctx context.Context) error {
 		}
 	}
 	record := c.Cfg.MaxAttemptsSet && !c.maxWritten
+	bounds := c.Cfg.DeadBoundsSet && !c.boundsWritten
 	c.mu.Unlock()
 	if record {
 		c.recordMaxAttempts(ctx)
 	}
+	if bounds {
+		c.recordDeadBounds(ctx)
+	}
 	return nil
+}
+
+// recordDeadBounds writes the queue's dead-letter bounds to Redis, where
+// the scripts that dead-letter read them (dead_bound and dead_expire in
+// prelude.lua).
+func (c *part) recordDeadBounds(ctx context.Context) {
+	_, err := Call(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, c.Store.SetDeadBounds(ctx, c.Cfg.DeadMax, c.Cfg.DeadMaxAge)
+	}, nil)
+	if err != nil {
+		return // tried again by the next call
+	}
+	c.mu.Lock()
+	c.boundsWritten = true
+	c.mu.Unlock()
 }
 
 // reading is what the queue's gauges report: its Stats, one script call.
@@ -463,7 +493,7 @@ func (c *part) reading(ctx context.Context) (telemetry.Reading, error) {
 	}
 	return telemetry.Reading{
 		Delayed: st.Delayed, Retry: st.Retry, Ready: st.Ready, Inflight: st.Inflight, Dead: st.Dead,
-		Paused: st.Paused, Latency: st.Latency(),
+		Paused: st.Paused, Latency: st.Latency(), DeadDropped: st.DeadDropped,
 	}, nil
 }
 
@@ -513,7 +543,7 @@ func (c *part) register() (*mover.Registration, error) {
 	r, err := mover.Register(mover.Target{
 		Queue: c.Store, BatchSize: c.Cfg.BatchSize, Sweep: c.Cfg.Sweep, Logger: c.Cfg.Logger,
 		MaxAttempts: c.Cfg.MaxAttempts, Telemetry: c.Tel,
-		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(),
+		Announce: !c.child && c.Keys.Part == 0, Codec: c.Cfg.Codec.Name(), Retention: c.Cfg.Retention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQueue, err)

@@ -25,9 +25,9 @@ type Queue struct {
 	parts  []*part       // parts[0] is partition 0: it announces the queue and reports its gauges
 	fan    *fanIn        // nil with one part: a wait blocks on the part itself
 	rotate atomic.Uint32 // where the next probe of the parts starts
-	// offered: an offer of this process stored an item, and the queue
-	// is in the registry of queues (announced once, by the first offer).
-	offered atomic.Bool
+	// announced is when an offer of this process last announced the
+	// queue (time.Now().UnixNano()); 0: not yet.
+	announced atomic.Int64
 
 	deadMu sync.Mutex
 	dead   *Queue // created by the first DeadLetters call

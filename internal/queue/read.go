@@ -7,7 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redelay/redelay/internal/envelope"
+	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/store"
 	"github.com/redelay/redelay/internal/telemetry"
 )
@@ -21,6 +24,7 @@ type Stats struct {
 	NextDue                               time.Time
 	Eviction                              string
 	Processed, Failed                     int64
+	DeadDropped                           int64
 }
 
 // Stats reads every part's stats at once (one script call each) and sums
@@ -30,6 +34,14 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	s := sumStats(all)
+	s.Eviction = q.Eviction(ctx)
+	return s, nil
+}
+
+// sumStats sums the stats of a queue's parts: the latency is the
+// largest, the next due time the earliest.
+func sumStats(all []store.Stats) Stats {
 	var s Stats
 	for _, st := range all {
 		s.Delayed += st.Delayed
@@ -40,6 +52,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		s.Paused = s.Paused || st.Paused
 		s.Processed += st.Processed
 		s.Failed += st.Failed
+		s.DeadDropped += st.DeadDropped
 		s.Latency = max(s.Latency, st.Latency())
 		if st.NextDueUs >= 0 {
 			if due := time.UnixMicro(st.NextDueUs); s.NextDue.IsZero() || due.Before(s.NextDue) {
@@ -47,8 +60,58 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 			}
 		}
 	}
-	s.Eviction = q.Eviction(ctx)
-	return s, nil
+	return s
+}
+
+// StatsOf reads the stats of the named queues under the key prefix (""
+// the default) in a bounded number of round trips, however many queues:
+// one pipeline of every queue's partition 0 (one round trip per node of
+// a Cluster), one more for the other partitions of queues that have
+// them, and the eviction policy (shared by the client). errs[i] says why
+// the stats of names[i] could not be read (a name that is no queue name
+// wraps ErrInvalidArgument).
+func StatsOf(ctx context.Context, rdb redis.UniversalClient, prefix string, names []string) (stats []Stats, errs []error) {
+	stats, errs = make([]Stats, len(names)), make([]error, len(names))
+	var sets []keys.Set
+	var idx []int
+	for i, name := range names {
+		k, err := keys.For(prefix, name)
+		if err != nil {
+			errs[i] = fmt.Errorf("%w: %w", err, ErrInvalidArgument)
+			continue
+		}
+		sets, idx = append(sets, k), append(idx, i)
+	}
+	c := store.New(rdb)
+	first, parts, ferrs := c.StatsMany(ctx, sets)
+	var more []keys.Set
+	var owner []int // index in sets of each of more
+	for j, k := range sets {
+		for p := 1; ferrs[j] == nil && p < parts[j]; p++ {
+			more, owner = append(more, k.Partition(p)), append(owner, j)
+		}
+	}
+	all := make([][]store.Stats, len(sets))
+	for j := range sets {
+		all[j] = []store.Stats{first[j]}
+	}
+	if len(more) > 0 {
+		rest, _, rerrs := c.StatsMany(ctx, more)
+		for m, j := range owner {
+			if rerrs[m] != nil && ferrs[j] == nil {
+				ferrs[j] = rerrs[m]
+			}
+			all[j] = append(all[j], rest[m])
+		}
+	}
+	eviction := Eviction(ctx, rdb)
+	for j, i := range idx {
+		if errs[i] = ferrs[j]; errs[i] == nil {
+			stats[i] = sumStats(all[j])
+			stats[i].Eviction = eviction
+		}
+	}
+	return stats, errs
 }
 
 // reading is what the gauges of a queue of several parts report.
@@ -59,7 +122,7 @@ func (q *Queue) reading(ctx context.Context) (telemetry.Reading, error) {
 	}
 	return telemetry.Reading{
 		Delayed: s.Delayed, Retry: s.Retry, Ready: s.Ready, Inflight: s.Inflight, Dead: s.Dead,
-		Paused: s.Paused, Latency: s.Latency,
+		Paused: s.Paused, Latency: s.Latency, DeadDropped: s.DeadDropped,
 	}, nil
 }
 

@@ -271,3 +271,12 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Prefix returns a key prefix of this test's own (blocking.WithPrefix),
+// whose registries of queues and of consumers are deleted when t ends.
+func Prefix(t testing.TB, rdb redis.UniversalClient) string {
+	t.Helper()
+	p := fmt.Sprintf("t%08x", rand.Uint32())
+	t.Cleanup(func() { rdb.Del(context.Background(), keys.RegistryOf(p), keys.ConsumersOf(p)) })
+	return p
+}

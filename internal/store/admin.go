@@ -85,13 +85,19 @@ func (q *Partition) Purge(ctx context.Context, parts ...Part) (int64, error) {
 }
 
 // Announce records the queue in the registry of queues (its keys' Registry),
-// with its codec's name in its meta hash when codec is not empty. Two
-// commands, on different Cluster slots: one round trip per node.
-func (q *Partition) Announce(ctx context.Context, codec string) error {
+// with its codec's name in its meta hash when codec is not empty: in place
+// of any recorded (a consumer's), or only when none is (a producer's,
+// which must not hide the codec the consumers read with). Two commands, on
+// different Cluster slots: one round trip per node.
+func (q *Partition) Announce(ctx context.Context, codec string, replace bool) error {
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, q.K.Registry, redis.Z{Score: float64(time.Now().UnixMilli()), Member: q.K.Name})
-		if codec != "" {
+		switch {
+		case codec == "":
+		case replace:
 			p.HSet(ctx, q.K.Meta, keys.MetaCodec, codec)
+		default:
+			p.HSetNX(ctx, q.K.Meta, keys.MetaCodec, codec)
 		}
 		return nil
 	})
@@ -153,4 +159,63 @@ func (c *Client) Consumers(ctx context.Context, prefix string) (time.Time, []Con
 		out = append(out, ConsumerRecord{ID: res[i], LastSeen: time.UnixMilli(ms), JSON: []byte(rec)})
 	}
 	return time.UnixMilli(nowMs), out, nil
+}
+
+// Forget deletes what the partition leaves behind once it holds nothing
+// (forget.lua), and returns 0; else how many items it holds, and it
+// changes nothing.
+func (q *Partition) Forget(ctx context.Context) (int64, error) {
+	k, d := q.K, q.K.Dead()
+	ks := []string{
+		k.Delayed, k.Retry, k.Prio, k.Inflight, k.Claimed, k.Schedules,
+		d.Delayed, d.Retry, d.Prio, d.Inflight, d.Claimed,
+		k.Ready, d.Ready,
+		k.Meta, k.Seq, k.Seen, k.History, k.Leases, k.Items, k.Rate, k.Slots, k.ScheduleValues, k.ScheduleDue,
+		d.Meta, d.Seq, d.Seen, d.History, d.Leases, d.Items, d.Rate, d.Slots,
+	}
+	return q.c.eval(ctx, lua.Forget, ks).Int64()
+}
+
+// Unannounce removes the queue from the registry of queues when it was
+// last announced before ms (Unix ms), or whatever its score when ms is 0.
+func (q *Partition) Unannounce(ctx context.Context, ms int64) (bool, error) {
+	if ms == 0 {
+		n, err := q.c.rdb.ZRem(ctx, q.K.Registry, q.K.Name).Result()
+		return n == 1, err
+	}
+	n, err := q.c.eval(ctx, lua.Unannounce, []string{q.K.Registry}, q.K.Name, ms).Int64()
+	return n == 1, err
+}
+
+// ForgetQueue forgets the queue of keys k (partition 0's) once it holds
+// nothing: every partition's leftovers are deleted (Forget), partition 0
+// last (its meta hash records the number of partitions), then the queue
+// leaves the registry of queues: whatever its score when announcedBefore
+// is 0, else only when no process announced it since (Unix ms; the
+// retention sweep). It returns how many items the queue holds when it
+// holds some, and then changes nothing more (partitions already emptied
+// of leftovers stay so).
+func (c *Client) ForgetQueue(ctx context.Context, k keys.Set, announcedBefore int64) (held int64, err error) {
+	p0 := c.Partition(k)
+	n, err := p0.RecordedPartitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i := n - 1; i >= 0; i-- {
+		held, err := c.Partition(k.Partition(i)).Forget(ctx)
+		if err != nil || held > 0 {
+			return held, err
+		}
+	}
+	_, err = p0.Unannounce(ctx, announcedBefore)
+	return 0, err
+}
+
+// StaleQueues returns up to limit names of the registry of queues under
+// prefix that no process announced since beforeMs (Unix ms), oldest first,
+// from the offset-th.
+func (c *Client) StaleQueues(ctx context.Context, prefix string, beforeMs, offset int64, limit int) ([]string, error) {
+	return c.rdb.ZRangeByScore(ctx, keys.RegistryOf(prefix), &redis.ZRangeBy{
+		Min: "-inf", Max: "(" + strconv.FormatInt(beforeMs, 10), Offset: offset, Count: int64(limit),
+	}).Result()
 }

@@ -285,3 +285,22 @@ func (q *Partition) SetMaxAttempts(ctx context.Context, n int) (int64, error) {
 func (q *Partition) LeaseCount(ctx context.Context) (int64, error) {
 	return q.c.rdb.ZCard(ctx, q.K.Leases).Result()
 }
+
+// SetDeadBounds records the queue's dead-letter bounds in its meta hash:
+// at most max dead letters, none older than maxAge; 0 removes a bound.
+func (q *Partition) SetDeadBounds(ctx context.Context, max int64, maxAge time.Duration) error {
+	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, f := range []struct {
+			field string
+			v     int64
+		}{{keys.MetaDeadMax, max}, {keys.MetaDeadMaxAge, maxAge.Milliseconds()}} {
+			if f.v > 0 {
+				p.HSet(ctx, q.K.Meta, f.field, f.v)
+			} else {
+				p.HDel(ctx, q.K.Meta, f.field)
+			}
+		}
+		return nil
+	})
+	return err
+}

@@ -226,6 +226,7 @@ type Stats struct {
 	NextDueUs                             int64 // -1 when none
 	NowUs                                 int64
 	Processed, Failed                     int64 // totals settled (count_settled)
+	DeadDropped                           int64 // dead letters dropped by the queue's bounds
 }
 
 // Latency is how long the oldest ready item has waited since it fell due,
@@ -254,13 +255,13 @@ func (q *Partition) statsKeys() []string {
 
 // statsOf reads the reply of stats.lua.
 func statsOf(res []int64) (Stats, error) {
-	if len(res) != 11 {
+	if len(res) != 12 {
 		return Stats{}, fmt.Errorf("unexpected stats reply %v", res)
 	}
 	return Stats{
 		Delayed: res[0], Retry: res[1], Ready: res[2], Inflight: res[3], Dead: res[4],
 		Paused: res[5] == 1, OldestReadyDueMs: res[6], NextDueUs: res[7], NowUs: res[8],
-		Processed: res[9], Failed: res[10],
+		Processed: res[9], Failed: res[10], DeadDropped: res[11],
 	}, nil
 }
 
@@ -379,4 +380,51 @@ func (q *Partition) History(ctx context.Context) (map[int64][2]int64, error) {
 		out[minute] = c
 	}
 	return out, nil
+}
+
+// StatsMany reads the stats of many queues (partitions) at once: one
+// pipeline of stats.lua calls, which a Cluster client splits by node, so
+// one round trip per node however many queues; with partitions, the
+// number each recorded in its meta hash (1 when none). A NOSCRIPT reply
+// loads the script and sends the pipeline once more.
+func (c *Client) StatsMany(ctx context.Context, sets []keys.Set) (stats []Stats, partitions []int, errs []error) {
+	for attempt := 0; ; attempt++ {
+		sts := make([]*redis.Cmd, len(sets))
+		parts := make([]*redis.StringCmd, len(sets))
+		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range sets {
+				q := Partition{c: c, K: k}
+				sts[i] = lua.Stats.EvalSha(ctx, p, q.statsKeys())
+				parts[i] = p.HGet(ctx, k.Meta, keys.MetaPartitions)
+			}
+			return nil
+		})
+		stats, partitions, errs = make([]Stats, len(sets)), make([]int, len(sets)), make([]error, len(sets))
+		noscript := false
+		for i := range sets {
+			res, err := sts[i].Int64Slice()
+			if err == nil {
+				stats[i], err = statsOf(res)
+			}
+			noscript = noscript || redis.HasErrorPrefix(err, "NOSCRIPT")
+			errs[i] = err
+			partitions[i] = 1
+			if got, err := parts[i].Result(); err == nil {
+				q := Partition{c: c, K: sets[i]}
+				n, perr := q.partitionsOf(got)
+				if perr != nil && errs[i] == nil {
+					errs[i] = perr
+				}
+				partitions[i] = max(n, 1)
+			} else if !errors.Is(err, redis.Nil) && errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		if !noscript || attempt > 0 {
+			return stats, partitions, errs
+		}
+		if err := lua.Stats.Load(ctx, c.rdb).Err(); err != nil {
+			return stats, partitions, errs
+		}
+	}
 }

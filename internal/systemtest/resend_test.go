@@ -712,6 +712,15 @@ func rsResentSettle(t *testing.T, nack bool) {
 		if n := e.retryMembers(id); n != want {
 			t.Fatalf("%d retries of %s scheduled after %s, want %d", n, id, op, want)
 		}
+		// Counted once, though run twice: one settlement per attempt
+		// of this loop.
+		st, err := q.Stats(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := map[bool]int64{false: st.Processed, true: st.Failed}[nack]; got != int64(attempt) || st.Processed+st.Failed != int64(attempt) {
+			t.Fatalf("after %d settlements, the last one sent twice: Processed %d, Failed %d", attempt, st.Processed, st.Failed)
+		}
 		// Settled here: a second settlement is refused.
 		if err := d.Ack(e.ctx); !errors.Is(err, blocking.ErrLeaseLost) {
 			t.Fatalf("Ack after %s: %v, want ErrLeaseLost", op, err)

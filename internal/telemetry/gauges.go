@@ -18,10 +18,14 @@ type Reading struct {
 	// Latency is how long the oldest ready item has waited since it fell
 	// due (zero when nothing is ready).
 	Latency time.Duration
+	// DeadDropped is how many dead letters the queue's bounds dropped
+	// (a total: the counter redelay.messages.dead_dropped).
+	DeadDropped int64
 }
 
 // RegisterGauges registers the gauges of this queue: redelay.queue.depth
-// by state, redelay.queue.latency and redelay.queue.paused, all from one
+// by state, redelay.queue.latency and redelay.queue.paused, and the
+// counter redelay.messages.dead_dropped, all from one
 // call of read per collection. The returned function unregisters them: a
 // registration holds read, and with it the queue, so it lasts only while
 // the queue runs background work.
@@ -47,6 +51,12 @@ func (q *Recorder) RegisterGauges(read func(context.Context) (Reading, error)) (
 		otel.Handle(err)
 		return func() {}
 	}
+	dropped, err := q.meter.Int64ObservableCounter(tracing.MetricDeadDropped, metric.WithUnit("{message}"),
+		metric.WithDescription("Dead letters dropped, oldest first, to keep the queue within its bounds (blocking.WithDeadLetterBounds)."))
+	if err != nil {
+		otel.Handle(err)
+		return func() {}
+	}
 	names := [5]string{"delayed", "retry", "ready", "inflight", "dead"}
 	var states [5]metric.ObserveOption
 	for i, s := range names {
@@ -67,8 +77,9 @@ func (q *Recorder) RegisterGauges(read func(context.Context) (Reading, error)) (
 			p = 1
 		}
 		o.ObserveInt64(paused, p, own)
+		o.ObserveInt64(dropped, r.DeadDropped, own)
 		return nil
-	}, depth, latency, paused)
+	}, depth, latency, paused, dropped)
 	if err != nil {
 		otel.Handle(err)
 		return func() {}
