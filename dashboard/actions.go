@@ -2,13 +2,19 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+
+	"github.com/redelay/redelay/inspect"
 )
 
-// The actions, by the last segment of the URL their forms POST to.
+// The actions, by the last segment of the URL their forms POST to. Their
+// names are the command line's verbs: cancel deletes an item wherever it
+// is, as `redelay cancel` does.
 const (
 	actCancel     = "cancel"
 	actPromote    = "promote"
@@ -18,10 +24,28 @@ const (
 	actPurge      = "purge"
 	actPause      = "pause"
 	actResume     = "resume"
+	actBulk       = "bulk"
 )
 
-// maxForm bounds the body of an action's request, in bytes.
-const maxForm = 64 << 10
+// askFirst are the actions that ask to confirm first: a POST without the
+// form field confirm=yes answers a page that asks (and changes nothing),
+// whose form POSTs the same with confirm=yes. They stop consumers, delete
+// items or act on many at once; the others change one item in a way
+// another click undoes.
+var askFirst = map[string]bool{
+	actCancel:     true,
+	actPause:      true,
+	actRequeueAll: true,
+	actPurge:      true,
+	actBulk:       true,
+}
+
+// maxForm bounds the body of an action's request, in bytes; maxBulkForm
+// that of a bulk action, which lists up to inspect.MaxPage IDs.
+const (
+	maxForm     = 64 << 10
+	maxBulkForm = 1 << 20
+)
 
 // actionFunc runs one action on its target and returns the flash message
 // to show. It may change where the action returns (t.From).
@@ -38,13 +62,16 @@ func (h *handler) actionFuncs() map[string]actionFunc {
 		actPurge:      h.purge,
 		actPause:      h.pause,
 		actResume:     h.resume,
+		actBulk:       h.bulk,
 	}
 }
 
 // action answers a POST to the action name: it refuses other methods
 // (405), every POST when read-only (403), a POST without a valid
-// anti-forgery token (403); then runs the action and redirects (303) to
-// the page the form was on, with a flash message.
+// anti-forgery token (403), one whose target names no queue (400); asks
+// to confirm the actions of askFirst; then runs the action and redirects
+// (303) to the page the form was on, with a flash message: what was done,
+// or, in plain words, why it could not be.
 func (h *handler) action(w http.ResponseWriter, r *http.Request, name string) {
 	run, ok := h.actions[name]
 	if !ok {
@@ -60,7 +87,11 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request, name string) {
 		h.renderError(w, r, http.StatusForbidden, "This dashboard is read-only.")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	limit := int64(maxForm)
+	if name == actBulk {
+		limit = maxBulkForm
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
 		h.renderError(w, r, http.StatusBadRequest, "Cannot read the form: "+err.Error())
 		return
@@ -72,23 +103,34 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	t, err := readTarget(r.URL.Query())
 	if err != nil {
-		h.fail(w, r, err)
+		h.fail(w, r, err) // no page to return to
 		return
 	}
 	id := r.URL.Query().Get("id")
+	if askFirst[name] && r.PostForm.Get("confirm") != "yes" {
+		h.confirm(w, r, name, t, id)
+		return
+	}
 	msg, err := run(r.Context(), r, &t)
 	if err != nil {
 		h.log.Info("dashboard: action failed", "action", name, "queue", t.Queue, "id", id, "err", err)
-		h.fail(w, r, err)
+		h.redirect(w, r, t, id, h.failure(r, name, &t, id, err), true)
 		return
 	}
 	h.log.Info("dashboard: action", "action", name, "queue", t.Queue, "id", id, "result", msg)
-	h.redirect(w, r, t, id, msg)
+	h.redirect(w, r, t, id, msg, false)
 }
 
-// redirect sends the browser back to t's page, with msg as its flash.
-func (h *handler) redirect(w http.ResponseWriter, r *http.Request, t target, id, msg string) {
-	l := linksFor(r)
+// redirect sends the browser back to t's page, with msg as its flash, an
+// error's when failed.
+func (h *handler) redirect(w http.ResponseWriter, r *http.Request, t target, id, msg string, failed bool) {
+	w.Header().Set("Location", h.back(linksFor(r), t, id, msg, failed))
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// back returns the URL of the page t returns to, with msg as its flash
+// (none when "").
+func (h *handler) back(l links, t target, id, msg string, failed bool) string {
 	v := url.Values{}
 	page := ""
 	switch {
@@ -102,13 +144,61 @@ func (h *handler) redirect(w http.ResponseWriter, r *http.Request, t target, id,
 		v = t.values("")
 		v.Del("from")
 	}
-	h.flashValues(v, msg)
-	w.Header().Set("Location", l.to(page, v))
-	w.WriteHeader(http.StatusSeeOther)
+	if msg != "" {
+		h.flashValues(v, msg, failed)
+	}
+	return l.to(page, v)
 }
 
-// cancel deletes the item id wherever it is. From the item's page, it
-// returns to the queue's page: the item is gone.
+// failure returns what the page the action returns to says of err, in
+// plain words, and sends it where that page still exists: from an item
+// that is gone, to its queue's page; from a queue that is gone (or cannot
+// be read), to the overview.
+func (h *handler) failure(r *http.Request, name string, t *target, id string, err error) string {
+	if pe := (*partialError)(nil); errors.As(err, &pe) {
+		return pe.msg
+	}
+	status, msg := h.classify(r, err)
+	msg = strings.TrimSuffix(strings.TrimPrefix(msg, "queue "+strconv.Quote(t.Queue)+": "), ".")
+	if status == http.StatusNotFound {
+		if _, serr := h.in.Stats(r.Context(), t.Queue); serr != nil {
+			t.From = fromOverview
+		} else if t.From == fromItem {
+			t.From = fromQueue
+		}
+		if strings.HasPrefix(msg, "no item ") {
+			msg += " (it may have been taken, settled or cancelled meanwhile)"
+		}
+	}
+	return fmt.Sprintf("Could not %s: %s.", what(name, t.Queue, id), msg)
+}
+
+// what says what the action name does to its target, after a verb's
+// "could not".
+func what(name, queue, id string) string {
+	switch name {
+	case actRequeueAll:
+		return fmt.Sprintf("requeue the dead letters of queue %q", queue)
+	case actPurge:
+		return fmt.Sprintf("purge queue %q", queue)
+	case actPause, actResume:
+		return fmt.Sprintf("%s queue %q", name, queue)
+	case actBulk:
+		return fmt.Sprintf("act on the selected items of queue %q", queue)
+	}
+	return fmt.Sprintf("%s item %q", name, id)
+}
+
+// partialError is a bulk action done for some items only: its message
+// says which.
+type partialError struct {
+	msg string
+}
+
+func (e *partialError) Error() string { return e.msg }
+
+// cancel deletes the item id wherever it is (inspect.Delete). From the
+// item's page, it returns to the queue's page: the item is gone.
 func (h *handler) cancel(ctx context.Context, r *http.Request, t *target) (string, error) {
 	id, err := idParam(r.URL.Query())
 	if err != nil {
@@ -118,7 +208,7 @@ func (h *handler) cancel(ctx context.Context, r *http.Request, t *target) (strin
 		return "", err
 	}
 	t.From = fromQueue
-	return fmt.Sprintf("Deleted item %q.", id), nil
+	return fmt.Sprintf("Cancelled item %q: it is gone from the queue.", id), nil
 }
 
 // promote makes the delayed item or retry id due now.
@@ -174,21 +264,15 @@ func (h *handler) requeueAll(ctx context.Context, _ *http.Request, t *target) (s
 	if err != nil {
 		return "", fmt.Errorf("%d dead letters requeued before: %w", n, err)
 	}
+	t.Offset = 0
 	return fmt.Sprintf("Requeued %s.", plural(n, "dead letter")), nil
 }
 
-// purge drops every item in the state of the parameter state, when the
-// form's field confirm is "yes".
+// purge drops every item in the state of the parameter state.
 func (h *handler) purge(ctx context.Context, r *http.Request, t *target) (string, error) {
-	st, err := stateParam(r.URL.Query(), "")
-	if err == nil && st == "" {
-		err = fmt.Errorf("missing state to purge (parameter state): %w", errBadInput)
-	}
+	st, err := purgeState(r.URL.Query())
 	if err != nil {
 		return "", err
-	}
-	if r.PostForm.Get("confirm") != "yes" {
-		return "", fmt.Errorf("purge not confirmed (form field confirm=yes): %w", errBadInput)
 	}
 	n, err := h.in.Purge(ctx, t.Queue, st)
 	if err != nil {
@@ -196,6 +280,15 @@ func (h *handler) purge(ctx context.Context, r *http.Request, t *target) (string
 	}
 	t.State, t.Offset = st, 0
 	return fmt.Sprintf("Purged %s.", plural(n, string(st)+" item")), nil
+}
+
+// purgeState returns the state to purge, of the parameter state.
+func purgeState(v url.Values) (inspect.State, error) {
+	st, err := stateParam(v, "")
+	if err == nil && st == "" {
+		err = fmt.Errorf("missing state to purge (parameter state): %w", errBadInput)
+	}
+	return st, err
 }
 
 // pause stops every process from handing out the queue's items.

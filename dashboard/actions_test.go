@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,8 +31,23 @@ func wantFlash(t *testing.T, p page, want string) {
 	}
 }
 
+// wantConfirm fails the test unless p is the page that asks to confirm
+// an action, asking question, and returns the 303 of confirming it.
+func wantConfirm(t *testing.T, b *browser, p page, question string) page {
+	t.Helper()
+	wantStatus(t, p, http.StatusOK)
+	if got, _ := cell(p.body, "confirm-question"); got != question {
+		t.Fatalf("%s: asks %q, want %q", p.url, got, question)
+	}
+	r := b.submit(p, p.body, "confirm", nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	return r
+}
+
 // Each action, POSTed by the dashboard's own forms with their token,
-// changes Redis and returns to the page it came from with a flash.
+// changes Redis and returns to the page it came from with a flash; pause,
+// cancel, purge and requeue-all ask to confirm first, on a page that
+// changes nothing.
 func TestActions(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
@@ -40,7 +56,14 @@ func TestActions(t *testing.T) {
 
 		// Pause and resume, from the queue's page.
 		p := b.get(tab(f.name, "ready"))
-		r := b.submit(p, p.body, "action-pause", nil)
+		c := b.submit(p, p.body, "action-pause", nil)
+		if f.stats(t).Paused {
+			t.Fatal("paused before confirming")
+		}
+		if keep := hrefOf(t, c.body, "confirm-keep"); !strings.HasPrefix(keep, "../queue?") || !strings.Contains(keep, "state=ready") {
+			t.Errorf("the confirm page goes back to %q", keep)
+		}
+		r := wantConfirm(t, b, c, fmt.Sprintf("Pause queue %q?", f.name))
 		if loc := r.header.Get("Location"); !strings.HasPrefix(loc, "../queue?") || !strings.Contains(loc, "state=ready") {
 			t.Errorf("pause redirects to %q", loc)
 		}
@@ -57,7 +80,7 @@ func TestActions(t *testing.T) {
 
 		// Pause from the overview returns to the overview.
 		p = b.get("./")
-		r = b.submit(p, queueRow(p.body, f.name), "action-pause", nil)
+		r = wantConfirm(t, b, b.submit(p, queueRow(p.body, f.name), "action-pause", nil), fmt.Sprintf("Pause queue %q?", f.name))
 		p = b.followRedirect(r)
 		if p.url.Path != "/" {
 			t.Errorf("pause from the overview returned to %s", p.url)
@@ -96,11 +119,11 @@ func TestActions(t *testing.T) {
 		if it, err = f.in.Get(ctx, f.name, "o-retry"); err != nil || !it.DueAt.Equal(due) {
 			t.Errorf("rescheduled to %v: %v, %v", due, it.DueAt, err)
 		}
-		// A time that has passed is refused, pointing at Promote; the item
-		// stays where it was.
-		r = b.submit(p, p.body, "action-reschedule", url.Values{"due": {"2020-01-01T00:00:00Z"}})
-		if r.status < 400 || !strings.Contains(r.body, "has passed") || !strings.Contains(r.body, "promote") {
-			t.Errorf("reschedule to 2020: status %d\n%s", r.status, r.body)
+		// A time that has passed is refused, pointing at Promote, on the
+		// page the form was on; the item stays where it was.
+		r = b.followRedirect(b.submit(p, p.body, "action-reschedule", url.Values{"due": {"2020-01-01T00:00:00Z"}}))
+		if got, _ := cell(r.body, "action-error"); r.url.Path != "/item" || !strings.Contains(got, "has passed") || !strings.Contains(got, "promote") {
+			t.Errorf("reschedule to 2020: on %s, %q", r.url, got)
 		}
 		if it, err = f.in.Get(ctx, f.name, "o-retry"); err != nil || !it.DueAt.Equal(due) {
 			t.Errorf("after a refused reschedule to 2020: due %v, %v; want %v", it.DueAt, err, due)
@@ -116,12 +139,19 @@ func TestActions(t *testing.T) {
 
 		// Cancel the retry from its item's page: back to the queue's page.
 		p = b.get("item?" + url.Values{"q": {f.name}, "id": {"o-retry"}}.Encode())
-		r = b.submit(p, p.body, "action-cancel", nil)
+		c = b.submit(p, p.body, "action-cancel", nil)
+		if got, _ := cell(c.body, "confirm-detail"); !strings.Contains(got, "where it is retry now") {
+			t.Errorf("the cancel's confirm page says %q", got)
+		}
+		if _, err := f.in.Get(ctx, f.name, "o-retry"); err != nil {
+			t.Fatalf("cancelled before confirming: %v", err)
+		}
+		r = wantConfirm(t, b, c, `Cancel item "o-retry"?`)
 		if loc := r.header.Get("Location"); !strings.HasPrefix(loc, "../queue?") || !strings.Contains(loc, "state=retry") {
 			t.Errorf("cancel from the item's page redirects to %q", loc)
 		}
 		p = b.followRedirect(r)
-		wantFlash(t, p, `Deleted item "o-retry"`)
+		wantFlash(t, p, `Cancelled item "o-retry": it is gone from the queue.`)
 		if st := f.stats(t); st.Retry != 0 {
 			t.Fatalf("after cancel: %+v", st)
 		}
@@ -134,13 +164,13 @@ func TestActions(t *testing.T) {
 		p = b.get(tab(f.name, "ready"))
 		p = b.follow(p, hrefOf(t, p.body, "action-purge"))
 		wantStatus(t, p, http.StatusOK)
-		if q, _ := cell(p.body, "purge-question"); !strings.Contains(q, ": 3 now") {
+		if q, _ := cell(p.body, "confirm-detail"); !strings.Contains(q, ": 3 now") {
 			t.Errorf("purge question %q", q)
 		}
 		if st := f.stats(t); st.Ready != 3 {
 			t.Fatalf("the confirm page changed something: %+v", st)
 		}
-		p = b.followRedirect(b.submit(p, p.body, "confirm-purge", nil))
+		p = b.followRedirect(wantConfirm(t, b, p, fmt.Sprintf("Purge the ready items of queue %q?", f.name)))
 		wantFlash(t, p, "Purged 3 ready items.")
 		if st := f.stats(t); st.Ready != 0 || st.Inflight != 1 {
 			t.Fatalf("after purge: %+v", st)
@@ -172,7 +202,7 @@ func TestRequeueAll(t *testing.T) {
 		if n := len(itemIDs(p.body)); n != 3 {
 			t.Fatalf("%d dead letters listed", n)
 		}
-		p = b.followRedirect(b.submit(p, p.body, "action-requeue-all", nil))
+		p = b.followRedirect(wantConfirm(t, b, b.submit(p, p.body, "action-requeue-all", nil), fmt.Sprintf("Requeue every dead letter of queue %q?", name)))
 		wantFlash(t, p, "Requeued 3 dead letters.")
 		st, err := q.Stats(ctx)
 		if err != nil {

@@ -7,8 +7,7 @@ import (
 )
 
 // overviewJSON is the JSON the script polls: the stats of every queue (or
-// of the queue named by the parameter q) at one moment. The server keeps
-// no history: the script derives rates between its samples.
+// of the queue named by the parameter q) at one moment.
 type overviewJSON struct {
 	Time   time.Time   `json:"time"`
 	Queues []queueJSON `json:"queues"`
@@ -22,6 +21,8 @@ type queueJSON struct {
 	Ready     int64   `json:"ready"`
 	Inflight  int64   `json:"inflight"`
 	Dead      int64   `json:"dead"`
+	Processed int64   `json:"processed"` // settled successfully since the queue was first used
+	Failed    int64   `json:"failed"`    // failed attempts since the queue was first used
 	Paused    bool    `json:"paused"`
 	LatencyMS float64 `json:"latency_ms"`
 	NextDue   string  `json:"next_due,omitempty"` // RFC 3339; absent when nothing is pending
@@ -62,6 +63,7 @@ func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
 		} else {
 			st := s.Stats
 			q.Delayed, q.Retry, q.Ready, q.Inflight, q.Dead = st.Delayed, st.Retry, st.Ready, st.Inflight, st.Dead
+			q.Processed, q.Failed = st.Processed, st.Failed
 			q.Paused = st.Paused
 			q.LatencyMS = float64(st.Latency) / float64(time.Millisecond)
 			if !st.NextDue.IsZero() {

@@ -23,6 +23,7 @@ type handler struct {
 	log     *slog.Logger
 	sign    signer
 	cookie  string                        // the name of the anti-forgery cookie
+	server  string                        // the Redis it reads, for the header (serverName)
 	origin  *http.CrossOriginProtection   // refuses cross-origin POSTs
 	pages   map[string]*template.Template // by page name
 	assets  map[string]asset              // by file name
@@ -67,6 +68,9 @@ func New(rdb redis.UniversalClient, opts ...Option) http.Handler {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.cookie = h.sign.cookieName()
+	if h.err == nil {
+		h.server = serverName(rdb)
+	}
 	pages, err := parseTemplates()
 	if err != nil {
 		h.err = fmt.Errorf("templates: %w", err)
@@ -75,10 +79,13 @@ func New(rdb redis.UniversalClient, opts ...Option) http.Handler {
 	h.routes = map[string]http.HandlerFunc{
 		"":             h.overview,
 		"api/overview": h.apiOverview,
+		"api/history":  h.apiHistory,
 		"queue":        h.queue,
 		"item":         h.item,
 		"schedules":    h.schedules,
 		"purge":        h.purgeConfirm,
+		"consumers":    h.consumers,
+		"redis":        h.redis,
 	}
 	h.actions = h.actionFuncs()
 	return h

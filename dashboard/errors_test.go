@@ -44,14 +44,28 @@ func TestNotFound(t *testing.T) {
 				t.Errorf("%s: message %q", ref, msg)
 			}
 		}
-		for _, ref := range []string{
-			"actions/promote?q=" + q + "&id=nobody",
-			"actions/cancel?q=" + q + "&id=nobody",
-			"actions/requeue?q=" + q + "&id=o-ready", // not a dead letter
-			"actions/pause?q=" + missing,
-			"actions/nothing?q=" + q,
+		wantStatus(t, b.post("actions/nothing?q="+q, url.Values{"csrf": {tok}}), http.StatusNotFound)
+		// An action on what is not there returns to the page it came from,
+		// or the nearest that still exists, saying so in plain words.
+		for ref, want := range map[string]struct{ page, msg string }{
+			"actions/promote?q=" + q + "&id=nobody&state=delayed": {"/queue",
+				`Could not promote item "nobody": no item "nobody" (it may have been taken, settled or cancelled meanwhile).`},
+			"actions/promote?q=" + q + "&id=nobody&from=item": {"/queue",
+				`Could not promote item "nobody": no item "nobody" (it may have been taken, settled or cancelled meanwhile).`},
+			"actions/cancel?q=" + q + "&id=nobody": {"/queue",
+				`Could not cancel item "nobody": no item "nobody" (it may have been taken, settled or cancelled meanwhile).`},
+			"actions/requeue?q=" + q + "&id=o-ready&state=dead": {"/queue",
+				`Could not requeue item "o-ready": item "o-ready" is ready, not dead.`},
+			"actions/pause?q=" + missing: {"/",
+				`Could not pause queue "` + f.name + `-missing": no such queue (not in the registry of queues, no keys).`},
 		} {
-			wantStatus(t, b.post(ref, url.Values{"csrf": {tok}}), http.StatusNotFound)
+			r := b.post(ref, url.Values{"csrf": {tok}})
+			p := b.followRedirect(r)
+			wantStatus(t, p, http.StatusOK)
+			got, _ := cell(p.body, "action-error")
+			if p.url.Path != want.page || got != want.msg {
+				t.Errorf("%s: on %s: %q\nwant on %s: %q", ref, p.url.Path, got, want.page, want.msg)
+			}
 		}
 	})
 }
@@ -83,21 +97,22 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 		p := b.get("item?q=" + q + "&id=o-delayed")
+		// An action's bad input is said on the page the form was on, in
+		// plain words.
 		for due, want := range map[string]string{
-			"soon": "neither a duration",
-			"-5m":  "negative duration",
-			"":     "missing new due time",
-			"1e9h": "neither a duration", // out of range for a duration
+			"soon":                 "neither a duration",
+			"-5m":                  "negative duration",
+			"":                     "missing new due time",
+			"1e9h":                 "neither a duration", // out of range for a duration
+			"3000-01-01T00:00:00Z": "",                   // a time Redis cannot hold
 		} {
-			r := b.submit(p, p.body, "action-reschedule", url.Values{"due": {due}})
-			wantStatus(t, r, http.StatusBadRequest)
-			if msg, _ := cell(r.body, "error"); !strings.Contains(msg, want) {
-				t.Errorf("due %q: message %q, want %q", due, msg, want)
+			r := b.followRedirect(b.submit(p, p.body, "action-reschedule", url.Values{"due": {due}}))
+			msg, _ := cell(r.body, "action-error")
+			if r.url.Path != "/item" || !strings.HasPrefix(msg, `Could not reschedule item "o-delayed": `) || !strings.Contains(msg, want) ||
+				strings.Contains(msg, "bad request") || strings.Contains(msg, "redelay:") {
+				t.Errorf("due %q: on %s, message %q, want %q", due, r.url.Path, msg, want)
 			}
 		}
-		// A time Redis cannot hold.
-		r := b.submit(p, p.body, "action-reschedule", url.Values{"due": {"3000-01-01T00:00:00Z"}})
-		wantStatus(t, r, http.StatusBadRequest)
 		if st := f.stats(t); st.Delayed != 1 || st.Ready != 1 {
 			t.Fatalf("bad input changed the queue: %+v", st)
 		}
@@ -105,7 +120,9 @@ func TestBadInput(t *testing.T) {
 }
 
 // When Redis cannot be reached the pages answer 502 with a fixed message
-// that names no server, and the error goes to the log.
+// and the error goes to the log: the page shows neither the error's text
+// nor the password; its header names the server by the address the
+// client was given, as on every page.
 func TestRedisError(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{
 		Addr:          "redis.internal:6379",
@@ -120,13 +137,17 @@ func TestRedisError(t *testing.T) {
 	logged := &syncWriter{b: &strings.Builder{}}
 	logger := slog.New(slog.NewTextHandler(logged, nil))
 	b := newBrowser(t, dashboard.New(rdb, dashboard.WithLogger(logger), dashboard.WithTitle("Acme queues")), "")
-	for _, ref := range []string{"./", "queue?q=orders", "item?q=orders&id=1", "schedules?q=orders", "api/overview"} {
+	for _, ref := range []string{"./", "queue?q=orders", "item?q=orders&id=1", "schedules?q=orders", "consumers", "redis", "api/overview", "api/history"} {
 		p := b.get(ref)
 		wantStatus(t, p, http.StatusBadGateway)
-		if strings.Contains(p.body, "redis.internal") || strings.Contains(p.body, "refused") || strings.Contains(p.body, "hunter2") {
+		body := strings.Replace(p.body, `<code>redis.internal:6379</code></a>`, "", 1)
+		if strings.Contains(body, "redis.internal") || strings.Contains(body, "refused") || strings.Contains(body, "hunter2") {
 			t.Errorf("%s shows the Redis error: %s", ref, p.body)
 		}
-		if ref != "api/overview" && !strings.Contains(p.body, `data-testid="home-link">Acme queues</a>`) {
+		if got, _ := cell(p.body, "server"); !strings.HasPrefix(ref, "api/") && got != "Redis redis.internal:6379" {
+			t.Errorf("%s: the header names the server %q", ref, got)
+		}
+		if !strings.HasPrefix(ref, "api/") && !strings.Contains(p.body, `data-testid="home-link">Acme queues</a>`) {
 			t.Errorf("%s without the title:\n%s", ref, p.body)
 		}
 	}

@@ -18,6 +18,12 @@ func templateFuncs() template.FuncMap {
 		"when":     formatTime,
 		"rel":      formatRel,
 		"duration": formatDuration,
+		"title":    capitalize,
+		"bytes":    bytesText,
+		"now":      time.Now,
+		"searchWindow": func() int {
+			return searchWindow
+		},
 	}
 }
 
@@ -61,6 +67,11 @@ func formatDuration(d time.Duration) string {
 // bytes.
 const maxListedPayload = 2000
 
+// maxLinePayload bounds the one-line text of a payload in a list's row,
+// in bytes: the row shows what fits its width, and opens on the indented
+// text.
+const maxLinePayload = 300
+
 // maxItemPayload bounds the text of a payload on an item's page, in
 // bytes: the page of a value whose text is longer says so, and shows its
 // stored bytes.
@@ -70,10 +81,11 @@ const maxItemPayload = 256 << 10
 const maxRawShown = 4096
 
 // payloadText is what the dashboard shows of an item's value: its
-// generic decoding as indented JSON of at most max bytes (see
-// inspect.FormatJSON) and what that leaves out (cut, "" when nothing), or
-// why it could not be decoded (failed is true then).
-func payloadText(it inspect.Item, max int) (text, cut string, failed bool) {
+// generic decoding as JSON indented with indent (on one line when "") of
+// at most max bytes (see inspect.FormatJSON) and what that leaves out
+// (cut, "" when nothing), or why it could not be decoded (failed is true
+// then).
+func payloadText(it inspect.Item, max int, indent string) (text, cut string, failed bool) {
 	if it.DecodeError != "" {
 		return "cannot decode: " + it.DecodeError, "", true
 	}
@@ -83,7 +95,7 @@ func payloadText(it inspect.Item, max int) (text, cut string, failed bool) {
 		}
 		return "null", "", false
 	}
-	t := inspect.FormatJSON(it.Value, "  ", max) // the templates escape it
+	t := inspect.FormatJSON(it.Value, indent, max) // the templates escape it
 	return t.Text, t.Note(), false
 }
 

@@ -64,12 +64,20 @@ func intParam(v url.Values, name string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// pageParams returns the offset and limit of a page of items.
+// pageParams returns the offset and limit of a page of items: the
+// parameters offset and limit, or page (from 1) and limit, page winning.
 func pageParams(v url.Values) (offset, limit int, err error) {
-	if offset, err = intParam(v, "offset", 0, 0, inspect.MaxOffset); err != nil {
+	if limit, err = intParam(v, "limit", defaultLimit, 1, inspect.MaxPage); err != nil {
 		return 0, 0, err
 	}
-	if limit, err = intParam(v, "limit", defaultLimit, 1, inspect.MaxPage); err != nil {
+	if v.Get("page") != "" {
+		page, err := intParam(v, "page", 1, 1, inspect.MaxOffset/limit+1)
+		if err != nil {
+			return 0, 0, err
+		}
+		return (page - 1) * limit, limit, nil
+	}
+	if offset, err = intParam(v, "offset", 0, 0, inspect.MaxOffset); err != nil {
 		return 0, 0, err
 	}
 	return offset, limit, nil
@@ -94,6 +102,7 @@ func readTarget(v url.Values) (target, error) {
 	if off, lim, err := pageParams(v); err == nil {
 		t.Offset, t.Limit = off, lim
 	}
+	t.Find = v.Get("find")
 	return t, nil
 }
 

@@ -12,11 +12,14 @@ type itemPage struct {
 	Item    itemView
 	TabURL  string // the queue's tab of the item's state
 	IsLease bool   // the item is in flight: show its lease
+	Live    string // the JSON of the queue's stats: the page turns stale with them
 }
+
+func (p itemPage) liveURL() string { return p.Live }
 
 // item answers an item's page (parameters q and id): every field, the
 // headers, the value and the raw bytes, and the actions that apply. The
-// jump-to-ID form of a queue's page lands here too.
+// exact match of a queue page's find links here.
 func (h *handler) item(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	name, err := queueParam(v)
@@ -45,6 +48,7 @@ func (h *handler) item(w http.ResponseWriter, r *http.Request) {
 		Item:    h.newItemView(l, name, it, back, csrf, true),
 		TabURL:  l.Tab(name, it.State, 0, 0),
 		IsLease: it.State == inspect.Inflight,
+		Live:    l.API(name),
 	}
 	h.render(w, r, http.StatusOK, "item", id, p)
 }

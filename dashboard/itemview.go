@@ -3,6 +3,7 @@ package dashboard
 import (
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/inspect"
+	"github.com/redelay/redelay/internal/envelope"
 )
 
 // itemView is an item as a page shows it, with the URLs of its actions.
@@ -14,8 +15,12 @@ type itemView struct {
 	PayloadText   string // the value as JSON, or why it could not be decoded
 	PayloadCut    string // what PayloadText leaves out of the value; "" when nothing
 	PayloadFailed bool
-	CSRF          string
-	Acts          *itemActs // nil when read-only or the item has no ID
+	// PayloadLine is the value on one line (compact JSON) for a list's
+	// row, cut at maxLinePayload bytes; "" on an item's page.
+	PayloadLine string
+	CSRF        string
+	Compact     bool      // shown in a list's row: the actions take less room
+	Acts        *itemActs // nil when read-only or the item has no ID
 }
 
 // itemActs are the URLs the forms of an item's actions POST to; "" for an
@@ -36,7 +41,11 @@ func (h *handler) newItemView(l links, queue string, it inspect.Item, back targe
 	if full {
 		max = maxItemPayload
 	}
-	v.PayloadText, v.PayloadCut, v.PayloadFailed = payloadText(it, max)
+	v.PayloadText, v.PayloadCut, v.PayloadFailed = payloadText(it, max, "  ")
+	if !full {
+		v.PayloadLine, _, _ = payloadText(it, maxLinePayload, "")
+		v.Compact = true
+	}
 	if it.ID == "" {
 		return v
 	}
@@ -56,8 +65,30 @@ func (h *handler) newItemView(l links, queue string, it inspect.Item, back targe
 	return v
 }
 
-// SortedHeaders returns the item's headers by name.
-func (v itemView) SortedHeaders() []header { return sortedHeaders(v.Headers) }
+// shownElsewhere are the headers redelay keeps for the fields an item's
+// page shows in words: its errors as a list, when it was dead-lettered
+// as a time, its deliveries in its attempt. The header table leaves them
+// out; it keeps redelay-error, the last error whole.
+var shownElsewhere = map[string]bool{
+	envelope.HeaderErrors:   true,
+	envelope.HeaderDeadAt:   true,
+	envelope.HeaderAttempts: true,
+}
+
+// SortedHeaders returns the item's headers by name, but those its fields
+// show in words.
+func (v itemView) SortedHeaders() []header {
+	var out []header
+	for _, h := range sortedHeaders(v.Headers) {
+		if !shownElsewhere[h.Name] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// EarlierErrors is how many errors the item has before its last one.
+func (v itemView) EarlierErrors() int { return max(0, len(v.Errors)-1) }
 
 // Raw is a hex dump of the item's stored bytes.
 func (v itemView) Raw() string { return rawDump(v.Payload) }

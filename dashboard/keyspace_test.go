@@ -13,7 +13,7 @@ import (
 )
 
 // The dashboard never uses KEYS or SCAN, as the inspector it reads
-// through does not: not in any page, the JSON the chart polls, nor an
+// through does not: not in any page, the JSON the script polls, nor an
 // action that reads the server's clock itself (its client's hook sees
 // every command it sends; the servers' command statistics count those
 // scripts run).
@@ -25,7 +25,8 @@ func TestNoKeyspaceScan(t *testing.T) {
 		client.AddHook(log)
 		b := newBrowser(t, dashboard.New(client), "")
 		q := url.QueryEscape(f.name)
-		pages := []string{"./", "api/overview", "api/overview?q=" + q, "queue?q=" + q, "schedules?q=" + q, "purge?state=ready&q=" + q}
+		pages := []string{"./", "api/overview", "api/overview?q=" + q, "api/history", "api/history?q=" + q, "queue?q=" + q,
+			"queue?find=o-&q=" + q, "schedules?q=" + q, "purge?state=ready&q=" + q, "consumers", "redis"}
 		for _, st := range inspect.States() {
 			pages = append(pages, "queue?state="+string(st)+"&q="+q, "item?id=o-"+string(st)+"&q="+q)
 		}
@@ -34,7 +35,10 @@ func TestNoKeyspaceScan(t *testing.T) {
 		check := func(what string) {
 			t.Helper()
 			sent := log.Take()
-			if len(sent) == 0 {
+			// The Redis page's INFO goes to a Cluster's masters through
+			// their own clients, which the hook does not see; the servers'
+			// statistics below count it.
+			if _, cluster := rdb.(*redis.ClusterClient); len(sent) == 0 && !(cluster && what == "redis") {
 				t.Fatalf("%s: no command recorded", what)
 			}
 			for _, name := range sent {

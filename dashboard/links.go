@@ -56,6 +56,16 @@ func (l links) API(queue string) string {
 	return l.to("api/overview", v)
 }
 
+// History is the URL of the JSON of the processed and failed counts per
+// minute: of every queue summed, or of queue when it is not empty.
+func (l links) History(queue string) string {
+	v := url.Values{}
+	if queue != "" {
+		v.Set("q", queue)
+	}
+	return l.to("api/history", v)
+}
+
 // Queue is the page of a queue, on its default tab.
 func (l links) Queue(queue string) string {
 	return l.to("queue", url.Values{"q": {queue}})
@@ -84,6 +94,12 @@ func (l links) Schedules(queue string) string {
 	return l.to("schedules", url.Values{"q": {queue}})
 }
 
+// Find is a queue's page searching the items in state st for IDs that
+// start with find, from offset, limit at a time.
+func (l links) Find(queue string, st inspect.State, find string, offset, limit int) string {
+	return l.Page(target{Queue: queue, State: st, Find: find, Offset: offset, Limit: limit})
+}
+
 // Purge is the page that asks to confirm the purge of a queue's items in
 // state st.
 func (l links) Purge(queue string, st inspect.State) string {
@@ -104,6 +120,7 @@ type target struct {
 	State  inspect.State // the tab shown, or the item's state
 	Offset int
 	Limit  int
+	Find   string // the ID or prefix a queue's page was searching for
 }
 
 // The pages an action returns to.
@@ -131,7 +148,17 @@ func (t target) values(id string) url.Values {
 	if t.Limit > 0 && t.Limit != defaultLimit {
 		v.Set("limit", strconv.Itoa(t.Limit))
 	}
+	if t.Find != "" {
+		v.Set("find", t.Find)
+	}
 	return v
+}
+
+// Page is the URL of t's queue page: its tab, page and search.
+func (l links) Page(t target) string {
+	v := t.values("")
+	v.Del("from")
+	return l.to("queue", v)
 }
 
 // addSlash redirects a request for the mount point without its trailing

@@ -61,12 +61,13 @@ func TestMountedUnderPrefix(t *testing.T) {
 			t.Errorf("home link goes to %s", home.url)
 		}
 
-		// An action and its redirect.
-		r := b.submit(qp, qp.body, "action-pause", nil)
-		if !strings.HasPrefix(r.url.Path, prefix+"/actions/") {
-			t.Errorf("action posted to %s", r.url)
+		// An action, its confirm page and its redirect.
+		c := b.submit(qp, qp.body, "action-pause", nil)
+		if !strings.HasPrefix(c.url.Path, prefix+"/actions/") {
+			t.Errorf("action posted to %s", c.url)
 		}
-		back := b.followRedirect(r)
+		under(c)
+		back := b.followRedirect(b.submit(c, c.body, "confirm", nil))
 		under(back)
 		if back.url.Path != prefix+"/queue" || back.url.Query().Get("q") != f.name {
 			t.Errorf("redirected to %s", back.url)

@@ -9,24 +9,32 @@ import (
 
 // overviewPage is the data of the overview.
 type overviewPage struct {
-	Rows   []overviewRow
-	Totals []stateCount
+	Rows    []overviewRow
+	Totals  []stateCount
+	Total   inspect.Stats // of every queue whose stats could be read: Processed and Failed summed
+	Live    string        // the JSON of every queue's stats
+	History chart         // of every queue, summed
 }
+
+func (p overviewPage) liveURL() string { return p.Live }
 
 // overviewRow is one queue on the overview.
 type overviewRow struct {
-	Name    string
-	Err     bool // its stats could not be read (the error is logged)
-	Counts  []stateCount
-	Paused  bool
-	Latency time.Duration
-	NextDue time.Time
-	URL     string
-	Pause   string // the URL of its pause or resume action; "" when read-only
+	Name      string
+	Err       bool // its stats could not be read (the error is logged)
+	Counts    []stateCount
+	Processed int64
+	Failed    int64
+	Paused    bool
+	Latency   time.Duration
+	NextDue   time.Time
+	URL       string
+	Pause     string // the URL of its pause or resume action; "" when read-only
 }
 
 // overview answers the overview of every queue: counts by state, pause,
-// latency and next due time, and the chart the script draws.
+// latency, next due time, processed and failed totals, and the charts the
+// script draws.
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	names, err := h.in.Queues(r.Context())
 	if err != nil {
@@ -35,7 +43,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	l := linksFor(r)
 	stats := h.collect(r.Context(), names)
-	page := overviewPage{Rows: make([]overviewRow, 0, len(stats))}
+	page := overviewPage{Rows: make([]overviewRow, 0, len(stats)), Live: l.API("")}
 	var total inspect.Stats
 	for _, s := range stats {
 		row := overviewRow{Name: s.Name, URL: l.Queue(s.Name)}
@@ -47,6 +55,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		st := s.Stats
 		row.Counts, row.Paused, row.Latency, row.NextDue = counts(st), st.Paused, st.Latency, st.NextDue
+		row.Processed, row.Failed = st.Processed, st.Failed
 		if !h.cfg.readOnly {
 			act := actPause
 			if st.Paused {
@@ -59,8 +68,11 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		total.Ready += st.Ready
 		total.Inflight += st.Inflight
 		total.Dead += st.Dead
+		total.Processed += st.Processed
+		total.Failed += st.Failed
 		page.Rows = append(page.Rows, row)
 	}
-	page.Totals = counts(total)
+	page.Totals, page.Total = counts(total), total
+	page.History = chart{Src: l.History(""), Of: "all queues, summed"}
 	h.render(w, r, http.StatusOK, "overview", "Queues", page)
 }

@@ -62,7 +62,7 @@ func TestQueuePageStates(t *testing.T) {
 		}
 		// The retry's and the dead letter's last error.
 		p := b.get("queue?q=" + url.QueryEscape(f.name) + "&state=retry")
-		if !strings.Contains(itemRow(p.body, "o-retry"), `<td class="error">boom`) {
+		if got, _ := cell(itemRow(p.body, "o-retry"), "last-error"); !strings.HasPrefix(got, "boom") {
 			t.Errorf("retry row without its error:\n%s", itemRow(p.body, "o-retry"))
 		}
 		// The default tab is delayed.
@@ -146,23 +146,25 @@ func TestItemPage(t *testing.T) {
 		}
 
 		p = b.get("item?q=" + url.QueryEscape(f.name) + "&id=o-dead")
-		if got, _ := cell(p.body, "last-error"); !strings.Contains(got, "fatal") {
-			t.Errorf("dead letter's last error %q", got)
+		if got, _ := cell(p.body, "errors"); !strings.Contains(got, "fatal") {
+			t.Errorf("dead letter's errors %q", got)
 		}
 		if !strings.Contains(p.body, `data-testid="action-requeue"`) {
 			t.Error("no requeue on a dead letter's page")
 		}
 
-		// The jump form: a GET form with the queue hidden.
+		// The find form of the queue's page finds an item by its ID, in
+		// whatever state, and links to its page.
 		p = b.get("queue?q=" + url.QueryEscape(f.name))
-		form := section(p.body, "form", `method="get"`+` action="./item" class="inline" data-testid="jump"`)
-		if !strings.Contains(form, `name="q" value="`+f.name+`"`) || !strings.Contains(form, `name="id"`) {
-			t.Fatalf("jump form:\n%s", form)
+		form := section(p.body, "form", `method="get"`+` action="./queue" class="inline find" role="search" data-testid="find"`)
+		if !strings.Contains(form, `name="q" value="`+f.name+`"`) || !strings.Contains(form, `name="find"`) {
+			t.Fatalf("find form:\n%s", form)
 		}
-		p = b.follow(p, "./item?"+url.Values{"q": {f.name}, "id": {"o-inflight"}}.Encode())
+		p = b.follow(p, "./queue?"+url.Values{"q": {f.name}, "state": {"delayed"}, "find": {"o-inflight"}}.Encode())
 		wantStatus(t, p, http.StatusOK)
+		p = b.follow(p, hrefOf(t, p.body, "exact-link"))
 		if got, _ := cell(p.body, "item-state"); got != "inflight" {
-			t.Errorf("jumped to a %q item", got)
+			t.Errorf("found a %q item", got)
 		}
 	})
 }

@@ -11,7 +11,10 @@ type schedulesPage struct {
 	Queue     string
 	QueueURL  string
 	Schedules []inspect.ScheduleInfo
+	Live      string // the JSON of the queue's stats: the page turns stale with them
 }
+
+func (p schedulesPage) liveURL() string { return p.Live }
 
 // schedules answers the page of a queue's recurring schedules (parameter
 // q): name, spec, zone, missed-tick policy, next tick (flagged when
@@ -27,6 +30,7 @@ func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	p := schedulesPage{Queue: name, QueueURL: linksFor(r).Queue(name), Schedules: infos}
+	l := linksFor(r)
+	p := schedulesPage{Queue: name, QueueURL: l.Queue(name), Schedules: infos, Live: l.API(name)}
 	h.render(w, r, http.StatusOK, "schedules", "Schedules of "+name, p)
 }

@@ -87,8 +87,12 @@ func TestCSRF(t *testing.T) {
 		if f.stats(t).Paused {
 			t.Fatal("a refused POST paused the queue")
 		}
-		// The same token, same origin: accepted.
-		wantStatus(t, b.post(pause, url.Values{"csrf": {tok}}), http.StatusSeeOther)
+		// The same token, same origin: accepted (confirmed, or it only asks).
+		wantStatus(t, b.post(pause, url.Values{"csrf": {tok}}), http.StatusOK)
+		if f.stats(t).Paused {
+			t.Fatal("paused without confirming")
+		}
+		wantStatus(t, b.post(pause, url.Values{"csrf": {tok}, "confirm": {"yes"}}), http.StatusSeeOther)
 		if !f.stats(t).Paused {
 			t.Fatal("not paused")
 		}
@@ -103,8 +107,8 @@ func TestCSRF(t *testing.T) {
 		}
 		// POST on a page: 405.
 		wantStatus(t, b.post("queue?q="+url.QueryEscape(f.name), url.Values{"csrf": {tok}}), http.StatusMethodNotAllowed)
-		// A purge without its confirmation: 400, nothing purged.
-		wantStatus(t, b.post("actions/purge?state=ready&q="+url.QueryEscape(f.name), url.Values{"csrf": {tok}}), http.StatusBadRequest)
+		// A purge without its confirmation asks; nothing is purged.
+		wantStatus(t, b.post("actions/purge?state=ready&q="+url.QueryEscape(f.name), url.Values{"csrf": {tok}}), http.StatusOK)
 		if f.stats(t).Ready != 1 {
 			t.Fatal("an unconfirmed purge purged")
 		}
@@ -131,7 +135,7 @@ func TestReadOnly(t *testing.T) {
 		for _, ref := range refs {
 			p := b.get(ref)
 			wantStatus(t, p, http.StatusOK)
-			for _, bad := range []string{`method="post"`, `data-testid="action-`, `name="csrf"`, `data-testid="confirm-purge"`} {
+			for _, bad := range []string{`method="post"`, `data-testid="action-`, `name="csrf"`, `data-testid="confirm"`, `data-testid="select`, `data-testid="bulk`} {
 				if strings.Contains(p.body, bad) {
 					t.Errorf("read-only %s contains %s", ref, bad)
 				}
@@ -155,7 +159,7 @@ func TestReadOnly(t *testing.T) {
 			t.Fatalf("a read-only POST changed the queue: %+v", st)
 		}
 		// The token is valid: the full dashboard takes it.
-		wantStatus(t, b.post("rw/actions/pause?q="+q, url.Values{"csrf": {tok}}), http.StatusSeeOther)
+		wantStatus(t, b.post("rw/actions/pause?q="+q, url.Values{"csrf": {tok}, "confirm": {"yes"}}), http.StatusSeeOther)
 		if !f.stats(t).Paused {
 			t.Fatal("not paused")
 		}
@@ -231,8 +235,8 @@ func TestXSS(t *testing.T) {
 			if got, _ := cell(item.body, "item-id"); got != id {
 				t.Errorf("item page of %q, want %q", got, id)
 			}
-			if got, _ := cell(item.body, "last-error"); st == "dead" && !strings.HasPrefix(got, img+script) {
-				t.Errorf("last error %q", got)
+			if got, _ := cell(item.body, "error-entry"); st == "dead" && !strings.HasPrefix(got, img+script) {
+				t.Errorf("error %q", got)
 			}
 		}
 		// An action on the dead letter: its flash names the ID, escaped.

@@ -29,21 +29,27 @@ type queueStats struct {
 // left out.
 func (h *handler) collect(ctx context.Context, names []string) []queueStats {
 	out := make([]queueStats, len(names))
+	each(len(names), func(i int) { out[i] = h.readStats(ctx, names[i]) })
+	return out
+}
+
+// each calls f(i) for every i from 0 to n-1, statsWorkers at a time, and
+// returns once every call has.
+func each(n int, f func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(statsWorkers, len(names)) {
+	for range min(statsWorkers, n) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(names) {
+				if i >= n {
 					return
 				}
-				out[i] = h.readStats(ctx, names[i])
+				f(i)
 			}
 		})
 	}
 	wg.Wait()
-	return out
 }
 
 // readStats reads the stats of the queue name in one round trip (a queue

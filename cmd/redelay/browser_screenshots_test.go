@@ -30,7 +30,16 @@ const screenshotsEnv = "REDELAY_SCREENSHOTS"
 var (
 	overviewScreenshot = filepath.Join("..", "..", "docs", "dashboard-overview.png")
 	queueScreenshot    = filepath.Join("..", "..", "docs", "dashboard-queue.png")
+	itemScreenshot     = filepath.Join("..", "..", "docs", "dashboard-item.png")
+	phoneScreenshot    = filepath.Join("..", "..", "docs", "dashboard-phone.png")
 )
+
+// historySummaryJS is a script giving whether the history chart has
+// drawn: "drawn", or "not yet".
+const historySummaryJS = `(() => {
+	const s = document.querySelector('[data-testid="history-summary"]');
+	return s && s.textContent !== "" ? "drawn" : "not yet";
+})()`
 
 // chartPointsJS is a script giving how many samples the chart has drawn.
 const chartPointsJS = `(() => {
@@ -39,16 +48,21 @@ const chartPointsJS = `(() => {
 })()`
 
 // The screenshots of the documentation: the overview of a few realistic
-// queues once the chart has drawn a few samples, and the dead letters of
-// one, served by the command from a Redis server of their own (so that no
-// other test's queue shows). They are written to docs/ only with
-// REDELAY_SCREENSHOTS=1, so that running the tests does not rewrite the
-// committed files; otherwise they are only taken and checked.
+// queues with an hour of history once the depth chart has drawn a few
+// samples, the dead letters of one, the story of a dead letter, and the
+// overview on a phone in dark mode, served by the command from a Redis
+// server of their own (so that no other test's queue shows). They are
+// written to docs/ only with REDELAY_SCREENSHOTS=1, so that running the
+// tests does not rewrite the committed files; otherwise they are only
+// taken and checked.
 func TestBrowserScreenshots(t *testing.T) {
 	rdb := redistest.StartServer(t).Client(t)
 	show := fillShowcase(t, rdb)
+	fillStory(t, rdb)
+	seedShowcaseHistory(t, rdb)
 	base := startDashboard(t, rdb)
-	ctx := newTab(t, newBrowser(t))
+	browser := newBrowser(t)
+	ctx := newTab(t, browser)
 
 	open(t, ctx, base)
 	for _, name := range []string{"emails", "invoices", "orders", "webhooks"} {
@@ -67,17 +81,30 @@ func TestBrowserScreenshots(t *testing.T) {
 		show.traffic(t, n)
 	}
 	waitAtLeast(t, ctx, pageWait, "samples drawn", chartPointsJS, samples)
-	overview := screenshot(t, ctx)
+	waitEqual(t, ctx, "the history chart", historySummaryJS, "drawn")
+	overview := screenshot(t, ctx, wideWidth)
 
 	open(t, ctx, pageURL(base, "queue", "q", "emails", "state", "dead"))
 	waitEqual(t, ctx, "the dead letters listed", itemIDsJS, jsonText(show.emailsDead))
 	waitAtLeast(t, ctx, pageWait, "samples drawn", chartPointsJS, 2)
-	queue := screenshot(t, ctx)
+	waitEqual(t, ctx, "the history chart", historySummaryJS, "drawn")
+	queue := screenshot(t, ctx, wideWidth)
+
+	open(t, ctx, pageURL(base, "item", "q", "payments", "id", "pay_7781"))
+	waitEqual(t, ctx, "the dead letter's errors", `String(document.querySelectorAll('[data-testid="error-entry"]').length)`, "3")
+	item := screenshot(t, ctx, wideWidth)
+
+	phone := newTabAt(t, browser, narrowWidth)
+	prefer(t, phone, "dark")
+	open(t, phone, base)
+	waitEqual(t, phone, "the history chart", historySummaryJS, "drawn")
+	waitAtLeast(t, phone, pageWait, "samples drawn", chartPointsJS, 2)
+	onPhone := screenshot(t, phone, narrowWidth)
 
 	if !write {
 		return
 	}
-	for path, b := range map[string][]byte{overviewScreenshot: overview, queueScreenshot: queue} {
+	for path, b := range map[string][]byte{overviewScreenshot: overview, queueScreenshot: queue, itemScreenshot: item, phoneScreenshot: onPhone} {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -85,8 +112,8 @@ func TestBrowserScreenshots(t *testing.T) {
 }
 
 // screenshot returns a PNG of the whole page in the tab of ctx, and fails
-// the test unless it is one as wide as the window.
-func screenshot(t *testing.T, ctx context.Context) []byte {
+// the test unless it is one width wide, the tab's viewport.
+func screenshot(t *testing.T, ctx context.Context, width int) []byte {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, pageWait)
 	defer cancel()
@@ -98,8 +125,8 @@ func screenshot(t *testing.T, ctx context.Context) []byte {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	if cfg.Width != 1280 || cfg.Height < 600 {
-		t.Fatalf("screenshot of %d×%d, want 1280 wide and at least 600 high", cfg.Width, cfg.Height)
+	if cfg.Width != width || cfg.Height < 600 {
+		t.Fatalf("screenshot of %d×%d, want %d wide and at least 600 high", cfg.Width, cfg.Height, width)
 	}
 	return b
 }
@@ -279,5 +306,80 @@ func (s *showcase) traffic(t *testing.T, n int) {
 		d, err := s.emails.Receive(ctx)
 		must(err)
 		must(d.Nack(ctx, 5*time.Minute, blocking.WithReason(errors.New("smtp: 451 4.7.1 Greylisted, please try again later"))))
+	}
+}
+
+// fillStory makes the queue payments hold one dead letter, pay_7781,
+// dead-lettered after three attempts that failed as a card payment does,
+// and waits until its Consume has stopped.
+func fillStory(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	q := blocking.New[map[string]any](rdb, "payments", blocking.WithMaxAttempts(3))
+	t.Cleanup(func() { _ = q.Close() })
+	if _, err := q.Offer(ctx, map[string]any{"payment_id": "pay_7781", "order_id": "ord_10388", "amount": 129.9, "currency": "EUR", "card": "visa •••• 4242"},
+		blocking.WithID("pay_7781")); err != nil {
+		t.Fatal(err)
+	}
+	failures := []string{
+		"stripe: card_declined: Your card has insufficient funds. (request req_8Hq2dM1x)",
+		`stripe: Post "https://api.stripe.com/v1/payment_intents": context deadline exceeded`,
+		"stripe: card_declined: Your card has insufficient funds. (request req_9Kt7pQ4z)",
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Consume(cctx, func(_ context.Context, d *blocking.Delivery[map[string]any]) error {
+			return errors.New(failures[min(d.Attempt, len(failures))-1])
+		}, blocking.WithBackoff(seedtest.FastBackoff))
+	}()
+	waitListed(t, rdb, "payments", func(st inspect.Stats) bool { return st.Dead == 1 })
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+// seedShowcaseHistory writes an hour of per-minute counts for the
+// showcase's busy queues, as the scripts that settle keep them, and adds
+// them to the queues' totals, so that the pictures show a working shop
+// rather than the minute the test ran in.
+func seedShowcaseHistory(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := now.UnixMilli() / 60000
+	for _, q := range []struct {
+		name             string
+		processed, flaky int
+	}{{"orders", 38, 0}, {"emails", 26, 3}, {"webhooks", 9, 2}} {
+		k := redistest.KeysOf(q.name)
+		var processed, failed int64
+		fields := map[string]any{}
+		for i := int64(1); i <= 60; i++ {
+			m := last - i
+			// A morning's rise and a few bumps, the same at every run.
+			p := int64(q.processed) * (100 + 4*(60-i) + (m*37)%23) / 160
+			f := int64(0)
+			if q.flaky > 0 {
+				f = (m * 13) % int64(q.flaky+1)
+			}
+			fields[fmt.Sprintf("%dp", m)] = p
+			fields[fmt.Sprintf("%df", m)] = f
+			processed += p
+			failed += f
+		}
+		if err := rdb.HSet(ctx, k.History, fields).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HIncrBy(ctx, k.Meta, "processed", processed).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HIncrBy(ctx, k.Meta, "failed", failed).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -37,6 +37,16 @@ const browserTestTimeout = 60 * time.Second
 // load, an element to show, a condition on the page to hold.
 const pageWait = 15 * time.Second
 
+// The widths the layout is checked at, in CSS pixels: a desktop's window
+// and a phone's screen.
+const (
+	wideWidth   = 1440
+	narrowWidth = 390
+)
+
+// windowHeight is the height of the browser's window at either width.
+const windowHeight = 900
+
 // Browser tests: the dashboard, served by the command as a user runs it,
 // driven by headless Chromium. Each scenario has a queue of its own on the
 // shared Redis server and a tab of its own.
@@ -88,6 +98,15 @@ func TestBrowser(t *testing.T) {
 		open(t, ctx, full)
 		waitVisible(t, ctx, rowSelector(name))
 		clickAndLoad(t, ctx, rowSelector(name)+` [data-testid="action-pause"]`)
+		// It asks first; going back changes nothing.
+		waitEqual(t, ctx, "the question", textJS(`[data-testid="confirm-question"]`), fmt.Sprintf("Pause queue %q?", name))
+		clickAndLoad(t, ctx, `[data-testid="confirm-keep"]`)
+		waitEqual(t, ctx, "the overview's row after keeping it running", rowJS(name), "delayed=3 retry=0 ready=2 inflight=0 dead=2 paused=false")
+		if queueStats(t, rdb, name).Paused {
+			t.Fatal("paused without confirming")
+		}
+		clickAndLoad(t, ctx, rowSelector(name)+` [data-testid="action-pause"]`)
+		clickAndLoad(t, ctx, `[data-testid="confirm"]`)
 		waitVisible(t, ctx, rowSelector(name)+` [data-testid="paused"]`)
 		waitEqual(t, ctx, "the flash", textJS(`[data-testid="flash"]`), fmt.Sprintf("Paused queue %q: no process hands out its items until it is resumed.", name))
 		if !queueStats(t, rdb, name).Paused {
@@ -99,6 +118,18 @@ func TestBrowser(t *testing.T) {
 		if queueStats(t, rdb, name).Paused {
 			t.Fatal("the queue is paused after Resume")
 		}
+	})
+
+	t.Run("bulk", func(t *testing.T) {
+		testBulk(t, rdb, browser, full)
+	})
+
+	t.Run("inline-error", func(t *testing.T) {
+		testInlineError(t, rdb, browser, full)
+	})
+
+	t.Run("history", func(t *testing.T) {
+		testHistory(t, rdb, browser, full)
 	})
 
 	t.Run("xss", func(t *testing.T) {
@@ -266,7 +297,8 @@ func testXSS(t *testing.T, rdb redis.UniversalClient, browser context.Context, f
 		if got := evalJS[string](t, ctx, textJS(`[data-testid="payload"]`)); !strings.Contains(got, payloadShown(it.value)) {
 			t.Errorf("item %q: payload %q, without %q", it.id, got, payloadShown(it.value))
 		}
-		if got := evalJS[string](t, ctx, textJS(`[data-testid="last-error"]`)); !shownError(got, it.reason) {
+		// The errors, newest last: the reasons as given.
+		if got := evalJS[string](t, ctx, textJS(`[data-testid="error-entry"]:last-child`)); it.reason == "" && got != "(none)" || it.reason != "" && got != it.reason {
 			t.Errorf("item %q: last error %q, want %q", it.id, got, it.reason)
 		}
 		for k, v := range it.headers {
@@ -316,7 +348,7 @@ func testReadOnly(t *testing.T, rdb redis.UniversalClient, browser context.Conte
 		t.Error("the read-only item page shows no field")
 	}
 
-	// forge posts from the current page to an action, with the page's
+	// forge posts from the current page to an action, confirmed, with the page's
 	// cookies and the full dashboard's token, and returns the status: 303
 	// for the redirect of an action that was done.
 	forge := func(action string, query url.Values) int {
@@ -326,7 +358,7 @@ func testReadOnly(t *testing.T, rdb redis.UniversalClient, browser context.Conte
 			credentials: "same-origin",
 			redirect: "manual",
 			headers: {"Content-Type": "application/x-www-form-urlencoded"},
-			body: new URLSearchParams({csrf: `+jsString(token)+`}).toString(),
+			body: new URLSearchParams({csrf: `+jsString(token)+`, confirm: "yes"}).toString(),
 		}).then(r => r.type === "opaqueredirect" ? 303 : r.status)`, chromedp.EvalAwaitPromise)
 	}
 	forged := []struct {
@@ -563,7 +595,7 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-// newBrowser starts headless Chromium, 1280×900, and returns its context,
+// newBrowser starts headless Chromium, wideWidth×windowHeight, and returns its context,
 // which ends within browserTestTimeout. In t.Cleanup the browser is
 // stopped and waited for, with every goroutine that drove it.
 func newBrowser(t *testing.T) context.Context {
@@ -573,7 +605,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(wideWidth, windowHeight),
 	)
 	ctx, cancelTimeout := context.WithTimeout(context.Background(), browserTestTimeout)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -597,6 +629,19 @@ func newTab(t *testing.T, browser context.Context) context.Context {
 	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("opening a tab: %v", err)
+	}
+	return ctx
+}
+
+// newTabAt opens a tab in browser whose viewport is width CSS pixels wide
+// (and windowHeight high), and returns its context.
+func newTabAt(t *testing.T, browser context.Context, width int64) context.Context {
+	t.Helper()
+	ctx := newTab(t, browser)
+	sctx, cancel := context.WithTimeout(ctx, pageWait)
+	defer cancel()
+	if _, err := chromedp.Run(sctx, chromedp.EmulateViewport(width, windowHeight)); err != nil {
+		t.Fatalf("setting the viewport to %d px: %v", width, err)
 	}
 	return ctx
 }
@@ -667,9 +712,7 @@ func waitEqual(t *testing.T, ctx context.Context, what, expr, want string) {
 	t.Helper()
 	deadline := time.Now().Add(pageWait)
 	for {
-		sctx, cancel := context.WithTimeout(ctx, pageWait)
-		got, err := chromedp.Run(sctx, chromedp.Evaluate[string](expr))
-		cancel()
+		got, err := evalString(ctx, expr)
 		if err == nil && got == want {
 			return
 		}
@@ -678,6 +721,14 @@ func waitEqual(t *testing.T, ctx context.Context, what, expr, want string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// evalString evaluates the JavaScript expr, which gives a string, in the
+// page of ctx, within pageWait.
+func evalString(ctx context.Context, expr string) (string, error) {
+	sctx, cancel := context.WithTimeout(ctx, pageWait)
+	defer cancel()
+	return chromedp.Run(sctx, chromedp.Evaluate[string](expr))
 }
 
 // waitAtLeast evaluates the JavaScript expr, which gives a number, in the
