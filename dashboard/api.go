@@ -47,13 +47,13 @@ func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
 		}
 		stats = []queueStats{{Name: name, Stats: st}}
 	} else {
-		names, err := h.in.Queues(r.Context())
+		all, err := h.allStats(r.Context())
 		if err != nil {
 			status, msg := h.classify(r, err)
 			writeJSON(w, status, errorJSON{Error: msg})
 			return
 		}
-		stats = h.collect(r.Context(), names)
+		stats = all
 	}
 	out := overviewJSON{Time: time.Now().UTC(), Queues: make([]queueJSON, 0, len(stats))}
 	for _, s := range stats {

@@ -36,13 +36,12 @@ type overviewRow struct {
 // latency, next due time, processed and failed totals, and the charts the
 // script draws.
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
-	names, err := h.in.Queues(r.Context())
+	stats, err := h.allStats(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	l := linksFor(r)
-	stats := h.collect(r.Context(), names)
 	page := overviewPage{Rows: make([]overviewRow, 0, len(stats)), Live: l.API("")}
 	var total inspect.Stats
 	for _, s := range stats {

@@ -2,14 +2,10 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 
-	"github.com/redelay/redelay/blocking"
-	"github.com/redelay/redelay/codec"
 	"github.com/redelay/redelay/inspect"
-	iqueue "github.com/redelay/redelay/internal/queue"
 )
 
 // statsWorkers bounds how many queues' stats are read at once.
@@ -22,15 +18,19 @@ type queueStats struct {
 	Err   error
 }
 
-// collect reads the stats of the queues names, statsWorkers at a time,
-// and returns them in the same order once every read has finished. Each
-// read is one round trip: the names come from the registry of queues, so
-// the check that each queue exists (inspect.Stats's first round trip) is
-// left out.
-func (h *handler) collect(ctx context.Context, names []string) []queueStats {
-	out := make([]queueStats, len(names))
-	each(len(names), func(i int) { out[i] = h.readStats(ctx, names[i]) })
-	return out
+// allStats reads the stats of every queue in the registry in a bounded
+// number of round trips (inspect.AllStats pipelines them), in the
+// registry's order; a queue whose stats could not be read carries why.
+func (h *handler) allStats(ctx context.Context) ([]queueStats, error) {
+	all, err := h.in.AllStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]queueStats, len(all))
+	for i, qs := range all {
+		out[i] = queueStats{Name: qs.Queue, Stats: qs.Stats, Err: qs.Err}
+	}
+	return out, nil
 }
 
 // each calls f(i) for every i from 0 to n-1, statsWorkers at a time, and
@@ -50,22 +50,6 @@ func each(n int, f func(i int)) {
 		})
 	}
 	wg.Wait()
-}
-
-// readStats reads the stats of the queue name in one round trip (a queue
-// with partitions takes a few more). The
-// queue is opened untyped (raw bytes): Stats decodes nothing, and
-// blocking.New makes no network call and starts nothing.
-func (h *handler) readStats(ctx context.Context, name string) queueStats {
-	q := blocking.New[[]byte](h.rdb, name, blocking.WithCodec(codec.Raw()), blocking.WithLogger(h.log),
-		blocking.WithPrefix(h.in.Prefix()))
-	st, err := q.Stats(ctx)
-	if le := (*iqueue.LayoutError)(nil); errors.As(err, &le) {
-		// A queue with partitions (the read told): the inspector reads
-		// them all.
-		st, err = h.in.Stats(ctx, name)
-	}
-	return queueStats{Name: name, Stats: st, Err: err}
 }
 
 // counts returns the counts of st by state, in inspect.States order.
