@@ -25,6 +25,9 @@ const (
 	actPause      = "pause"
 	actResume     = "resume"
 	actBulk       = "bulk"
+	actRunSched   = "run-schedule"
+	actUnschedule = "unschedule"
+	actForget     = "forget"
 )
 
 // askFirst are the actions that ask to confirm first: a POST without the
@@ -38,6 +41,8 @@ var askFirst = map[string]bool{
 	actRequeueAll: true,
 	actPurge:      true,
 	actBulk:       true,
+	actUnschedule: true,
+	actForget:     true,
 }
 
 // maxForm bounds the body of an action's request, in bytes; maxBulkForm
@@ -63,6 +68,9 @@ func (h *handler) actionFuncs() map[string]actionFunc {
 		actPause:      h.pause,
 		actResume:     h.resume,
 		actBulk:       h.bulk,
+		actRunSched:   h.runSchedule,
+		actUnschedule: h.unschedule,
+		actForget:     h.forget,
 	}
 }
 
@@ -135,6 +143,9 @@ func (h *handler) back(l links, t target, id, msg string, failed bool) string {
 	page := ""
 	switch {
 	case t.From == fromOverview:
+	case t.From == fromSchedules:
+		page = "schedules"
+		v.Set("q", t.Queue)
 	case t.From == fromItem && id != "":
 		page = "item"
 		v.Set("q", t.Queue)
@@ -170,13 +181,20 @@ func (h *handler) failure(r *http.Request, name string, t *target, id string, er
 			msg += " (it may have been taken, settled or cancelled meanwhile)"
 		}
 	}
-	return fmt.Sprintf("Could not %s: %s.", what(name, t.Queue, id), msg)
+	return fmt.Sprintf("Could not %s: %s.", what(name, *t, id), msg)
 }
 
-// what says what the action name does to its target, after a verb's
-// "could not".
-func what(name, queue, id string) string {
+// what says what the action name does to its target t (item id), after
+// a verb's "could not".
+func what(name string, t target, id string) string {
+	queue := t.Queue
 	switch name {
+	case actRunSched:
+		return fmt.Sprintf("run schedule %q of queue %q", t.Schedule, queue)
+	case actUnschedule:
+		return fmt.Sprintf("remove schedule %q of queue %q", t.Schedule, queue)
+	case actForget:
+		return fmt.Sprintf("forget queue %q", queue)
 	case actRequeueAll:
 		return fmt.Sprintf("requeue the dead letters of queue %q", queue)
 	case actPurge:
@@ -305,6 +323,55 @@ func (h *handler) resume(ctx context.Context, _ *http.Request, t *target) (strin
 		return "", err
 	}
 	return fmt.Sprintf("Resumed queue %q.", t.Queue), nil
+}
+
+// runSchedule runs the schedule t.Schedule once now (inspect's
+// RunSchedule): one item, ready at once; the schedule is left as it is.
+func (h *handler) runSchedule(ctx context.Context, _ *http.Request, t *target) (string, error) {
+	name, err := scheduleParam(t.Schedule)
+	if err != nil {
+		return "", err
+	}
+	id, err := h.in.RunSchedule(ctx, t.Queue, name)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Ran schedule %q now: item %q is ready; its next tick is unchanged.", name, id), nil
+}
+
+// unschedule removes the schedule t.Schedule and its ticks not yet
+// delivered (inspect's Unschedule).
+func (h *handler) unschedule(ctx context.Context, _ *http.Request, t *target) (string, error) {
+	name, err := scheduleParam(t.Schedule)
+	if err != nil {
+		return "", err
+	}
+	ok, err := h.in.Unschedule(ctx, t.Queue, name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("no schedule %q (removed meanwhile?): %w", name, inspect.ErrNotFound)
+	}
+	return fmt.Sprintf("Removed schedule %q: it ticks no more.", name), nil
+}
+
+// forget removes a queue that holds nothing (inspect's Forget) and
+// returns to the overview, where it is no longer listed.
+func (h *handler) forget(ctx context.Context, _ *http.Request, t *target) (string, error) {
+	if err := h.in.Forget(ctx, t.Queue); err != nil {
+		return "", err
+	}
+	t.From = fromOverview
+	return fmt.Sprintf("Forgot queue %q: it holds nothing and is no longer listed, until a process uses it again.", t.Queue), nil
+}
+
+// scheduleParam checks the name of a schedule an action acts on.
+func scheduleParam(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("missing schedule name (parameter schedule): %w", errBadInput)
+	}
+	return name, nil
 }
 
 // plural writes n and what, with an s unless n is 1.

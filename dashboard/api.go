@@ -15,18 +15,21 @@ type overviewJSON struct {
 
 // queueJSON is one queue's stats in the JSON.
 type queueJSON struct {
-	Name      string  `json:"name"`
-	Delayed   int64   `json:"delayed"`
-	Retry     int64   `json:"retry"`
-	Ready     int64   `json:"ready"`
-	Inflight  int64   `json:"inflight"`
-	Dead      int64   `json:"dead"`
-	Processed int64   `json:"processed"` // settled successfully since the queue was first used
-	Failed    int64   `json:"failed"`    // failed attempts since the queue was first used
-	Paused    bool    `json:"paused"`
-	LatencyMS float64 `json:"latency_ms"`
-	NextDue   string  `json:"next_due,omitempty"` // RFC 3339; absent when nothing is pending
-	Error     string  `json:"error,omitempty"`    // the stats could not be read
+	Name      string `json:"name"`
+	Delayed   int64  `json:"delayed"`
+	Retry     int64  `json:"retry"`
+	Ready     int64  `json:"ready"`
+	Inflight  int64  `json:"inflight"`
+	Dead      int64  `json:"dead"`
+	Processed int64  `json:"processed"` // settled successfully since the queue was first used
+	Failed    int64  `json:"failed"`    // failed attempts since the queue was first used
+	// DeadDropped counts the dead letters dropped to keep within the
+	// queue's dead-letter bounds; absent when none was.
+	DeadDropped int64   `json:"dead_dropped,omitempty"`
+	Paused      bool    `json:"paused"`
+	LatencyMS   float64 `json:"latency_ms"`
+	NextDue     string  `json:"next_due,omitempty"` // RFC 3339; absent when nothing is pending
+	Error       string  `json:"error,omitempty"`    // the stats could not be read
 }
 
 // errorJSON is the JSON of a failed request.
@@ -63,7 +66,7 @@ func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
 		} else {
 			st := s.Stats
 			q.Delayed, q.Retry, q.Ready, q.Inflight, q.Dead = st.Delayed, st.Retry, st.Ready, st.Inflight, st.Dead
-			q.Processed, q.Failed = st.Processed, st.Failed
+			q.Processed, q.Failed, q.DeadDropped = st.Processed, st.Failed, st.DeadDropped
 			q.Paused = st.Paused
 			q.LatencyMS = float64(st.Latency) / float64(time.Millisecond)
 			if !st.NextDue.IsZero() {

@@ -103,6 +103,28 @@ func (h *handler) confirmData(r *http.Request, name string, t target, id string)
 		p.Detail = fmt.Sprintf("This drops every %s item: %d now, and any that arrive before you confirm. It cannot be undone.",
 			st, count(stats, st))
 		p.Verb, p.Keep = fmt.Sprintf("Purge %s items", st), "Keep them"
+	case actUnschedule:
+		name, err := scheduleParam(t.Schedule)
+		if err != nil {
+			return confirmPage{}, err
+		}
+		p.Question = fmt.Sprintf("Remove schedule %q of queue %q?", name, t.Queue)
+		p.Detail = "It ticks no more, and its ticks not yet delivered are dropped. Items it already delivered stay. " +
+			"A process that calls Schedule with this name again brings it back."
+		p.Verb, p.Keep = "Remove schedule", "Keep it"
+	case actForget:
+		st, err := h.in.Stats(ctx, t.Queue)
+		if err != nil {
+			return confirmPage{}, err
+		}
+		p.Question = fmt.Sprintf("Forget queue %q?", t.Queue)
+		p.Detail = "Its settings, totals and history are deleted and it leaves the list of queues. " +
+			"Only a queue that holds nothing (no item in any state, no schedule) can be forgotten"
+		if n := st.Delayed + st.Retry + st.Ready + st.Inflight + st.Dead; n > 0 {
+			p.Detail += fmt.Sprintf(": this one holds %s now, so it will be refused", plural(n, "item"))
+		}
+		p.Detail += ". A process that uses it again brings it back."
+		p.Verb, p.Keep = "Forget queue", "Keep it"
 	case actBulk:
 		op := r.PostForm.Get("op")
 		_, err := h.bulkOp(op)

@@ -93,7 +93,7 @@ func readTarget(v url.Values) (target, error) {
 	}
 	t := target{Queue: q, From: fromQueue}
 	switch f := v.Get("from"); f {
-	case fromOverview, fromItem:
+	case fromOverview, fromItem, fromSchedules:
 		t.From = f
 	}
 	if st, err := stateParam(v, ""); err == nil {
@@ -103,6 +103,7 @@ func readTarget(v url.Values) (target, error) {
 		t.Offset, t.Limit = off, lim
 	}
 	t.Find = v.Get("find")
+	t.Schedule = v.Get("schedule")
 	return t, nil
 }
 

@@ -121,6 +121,9 @@ type target struct {
 	Offset int
 	Limit  int
 	Find   string // the ID or prefix a queue's page was searching for
+	// Schedule names the recurring schedule an action on the schedules
+	// page acts on.
+	Schedule string
 }
 
 // The pages an action returns to.
@@ -128,6 +131,8 @@ const (
 	fromOverview = "overview"
 	fromQueue    = "queue"
 	fromItem     = "item"
+	// fromSchedules is the queue's schedules page.
+	fromSchedules = "schedules"
 )
 
 // values encodes t, with the item id when not empty, as query parameters.
@@ -150,6 +155,9 @@ func (t target) values(id string) url.Values {
 	}
 	if t.Find != "" {
 		v.Set("find", t.Find)
+	}
+	if t.Schedule != "" {
+		v.Set("schedule", t.Schedule)
 	}
 	return v
 }

@@ -58,6 +58,7 @@ type queueActs struct {
 	Purge      string
 	Bulk       string   // the form of the items selected
 	BulkOps    []string // the actions that apply to the tab's items
+	Forget     string   // asks to confirm, then forgets the queue; "" unless it holds nothing
 }
 
 // queue answers a queue's page: its stats, a tab per state, and one page
@@ -118,6 +119,9 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 			Purge:      l.Purge(name, st),
 			Bulk:       l.Act(actBulk, p.Back, ""),
 			BulkOps:    bulkOpsOf(st),
+		}
+		if stats.Delayed+stats.Retry+stats.Ready+stats.Inflight+stats.Dead == 0 {
+			p.Acts.Forget = l.Act(actForget, p.Back, "")
 		}
 	}
 	for _, it := range items {

@@ -127,6 +127,8 @@ func (h *handler) classify(r *http.Request, err error) (int, string) {
 		return http.StatusNotFound, plain(err)
 	case errors.Is(err, errBadInput), errors.Is(err, inspect.ErrInvalidArgument):
 		return http.StatusBadRequest, plain(err)
+	case errors.Is(err, inspect.ErrNotEmpty):
+		return http.StatusConflict, plain(err)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		h.log.Debug("dashboard: request abandoned", "path", r.URL.Path, "err", err)
 		return http.StatusBadGateway, msgRedis
@@ -138,7 +140,7 @@ func (h *handler) classify(r *http.Request, err error) (int, string) {
 
 // sentinels are the errors whose words end the messages of the errors
 // that wrap them: the kind, for code, not for people.
-var sentinels = []error{inspect.ErrNotFound, inspect.ErrInvalidArgument, errBadInput}
+var sentinels = []error{inspect.ErrNotFound, inspect.ErrInvalidArgument, inspect.ErrNotEmpty, errBadInput}
 
 // reOp matches how the inspector starts its errors: the operation and the
 // queue, as in `get "orders": `.

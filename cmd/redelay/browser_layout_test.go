@@ -114,6 +114,7 @@ func TestBrowserLayout(t *testing.T) {
 			"pause":       {pageURL(base, "queue", "q", long), `[data-testid="action-pause"]`},
 			"cancel":      {pages["long, dead"], `[data-testid="item-row"] [data-testid="action-cancel"]`},
 			"requeue all": {pages["long, dead"], `[data-testid="action-requeue-all"]`},
+			"unschedule":  {pages["schedules"], `[data-testid="action-unschedule"]`},
 		} {
 			open(t, ctx, click[0])
 			clickAndLoad(t, ctx, click[1])
