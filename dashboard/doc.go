@@ -1,7 +1,8 @@
 // Package dashboard is a web dashboard of the redelay queues on one Redis
 // deployment, as an http.Handler to mount in an application: it shows
 // every queue and its items, and steers them (cancel, promote, reschedule,
-// requeue, purge, pause), through package inspect. It is server-rendered
+// requeue, purge, pause, run or remove a schedule, forget an empty queue),
+// through package inspect. It is server-rendered
 // with html/template, its style sheet and script are embedded (nothing is
 // fetched from elsewhere, no build step), and every page is fully usable
 // without JavaScript; the script adds live figures, the per-minute
@@ -11,8 +12,8 @@
 // (prefers-color-scheme).
 //
 // The actions are the command line's verbs: cancel (delete an item,
-// wherever it is), promote, reschedule, requeue, requeue all, purge, pause
-// and resume.
+// wherever it is), promote, reschedule, requeue, requeue all, purge, pause,
+// resume, run-schedule, unschedule and forget.
 //
 // # Pages
 //
@@ -56,7 +57,9 @@
 //     levels deep are shown as […] and {…} (see inspect.FormatJSON); the
 //     page says when either happened, so that a small payload nested or
 //     indented into a huge text costs a bounded page.
-//   - A queue's recurring schedules: name, spec, next and last tick.
+//   - A queue's recurring schedules: name, spec, zone, missed-tick policy,
+//     next tick (flagged when overdue) and last tick; a button to run each
+//     once now, and one to remove it.
 //   - The consumers: every process consuming a queue, as each Consume
 //     records itself every 5 s (inspect.Consumers, one round trip): its
 //     queue, host, PID, concurrency, deliveries in flight, when it started
@@ -169,7 +172,8 @@
 // (see below), so a crafted link cannot make the dashboard show words of
 // its own.
 //
-// Pause, cancel, requeue all, purge and the actions on selected items ask
+// Pause, cancel, requeue all, purge, unschedule, forget and the actions on
+// selected items ask
 // to confirm first, on a page of the dashboard's own, so that they ask
 // with script off too: their POST without the form field confirm=yes
 // answers a page that says what will be done (how many items wait, the
@@ -226,7 +230,7 @@
 //	assets/dashboard.css, assets/dashboard.js
 //
 // Actions (POST, form field csrf; the query names the target, and the
-// page to return to with from=overview|item, state, offset, limit, find;
+// page to return to with from=overview|item|schedules, state, offset, limit, find;
 // those marked * ask to confirm unless the form has confirm=yes):
 //
 //	actions/cancel?q=NAME&id=ID       * delete the item, wherever it is (inspect.Delete)
@@ -238,6 +242,11 @@
 //	actions/purge?q=NAME&state=S      * drop every item in S
 //	actions/pause?q=NAME              * stop every process from handing out items
 //	actions/resume?q=NAME               undo pause
+//	actions/run-schedule?q=NAME&schedule=S  offer one tick of schedule S now
+//	                                    (inspect.RunSchedule); its next tick is unchanged
+//	actions/unschedule?q=NAME&schedule=S * remove schedule S (inspect.Unschedule)
+//	actions/forget?q=NAME             * forget a queue that holds nothing
+//	                                    (inspect.Forget; refused when it holds any)
 //	actions/bulk?q=NAME               * form fields op (cancel, promote or requeue)
 //	                                    and id, once per item (up to inspect.MaxPage):
 //	                                    each item as its own action does; those not
@@ -261,7 +270,8 @@
 //     "range-60", "range-360", "range-1440" and the text
 //     "history-summary") and "chart".
 //   - queue page: "queue-name", "paused" (only while paused), "latency",
-//     "processed", "failed", "processed-rate", "failed-rate", the charts
+//     "processed", "failed", "dead-dropped" (once the dead-letter bounds
+//     dropped any), "processed-rate", "failed-rate", the charts
 //     "history" and "chart",
 //     the tabs "tab-delayed", "tab-retry", "tab-ready", "tab-inflight",
 //     "tab-dead" (the active one has aria-current="page"), "range" (which
@@ -281,7 +291,9 @@
 //     "dead-at" (a dead letter's), "errors" with an "error-entry" per
 //     error, newest last,
 //     "headers" with rows "header-row" (data-name), "payload", "raw".
-//   - schedules page: rows "schedule-row" with data-name, "schedule-spec";
+//   - schedules page: rows "schedule-row" with data-name, "schedule-spec",
+//     "schedule-zone", "schedule-missed", "schedule-overdue" (only when
+//     overdue), the buttons "action-run-schedule" and "action-unschedule";
 //     "no-schedules" when there is none.
 //   - consumers (the page, and a queue's): "consumers" with rows
 //     "consumer-row" (data-queue, data-pid), in them "consumer-queue" (on
@@ -294,7 +306,8 @@
 //   - actions (absent when read-only): buttons "action-cancel",
 //     "action-promote", "action-reschedule" (with its input
 //     "reschedule-due"), "action-requeue", "action-requeue-all",
-//     "action-pause", "action-resume", and the link "action-purge"; the
+//     "action-pause", "action-resume", "action-forget" (on the page of a
+//     queue that holds nothing), and the link "action-purge"; the
 //     confirm page's "confirm-question", "confirm-detail", "confirm-ids"
 //     (of a bulk action), its button "confirm" and link "confirm-keep".
 //   - every page: "stale" (the banner of a failed refresh, hidden until
