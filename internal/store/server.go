@@ -98,6 +98,27 @@ type ServerInfo struct {
 	Eviction   string
 }
 
+// olderVersion reports whether the dotted version a (of INFO's
+// redis_version, as "7.2.4") is older than b, comparing each part as a
+// number: 7.10.0 is newer than 7.2.4. A part that is not a number counts
+// as 0.
+func olderVersion(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(pa), len(pb)) {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
 // Info reads ServerInfo with INFO (one round trip per master).
 func (c *Client) Info(ctx context.Context) (ServerInfo, error) {
 	var out ServerInfo
@@ -117,7 +138,7 @@ func (c *Client) Info(ctx context.Context) (ServerInfo, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		out.Masters++
-		if out.Version == "" || f["redis_version"] < out.Version {
+		if out.Version == "" || olderVersion(f["redis_version"], out.Version) {
 			out.Version = f["redis_version"]
 		}
 		out.Mode = f["redis_mode"]
