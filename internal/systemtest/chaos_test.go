@@ -30,12 +30,7 @@ func TestChildConsumer(t *testing.T) {
 	if addrs == "" {
 		return // not a child: nothing to do
 	}
-	var rdb redis.UniversalClient
-	if os.Getenv("REDELAY_CHILD_CLUSTER") == "1" {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
-	} else {
-		rdb = redis.NewClient(&redis.Options{Addr: addrs})
-	}
+	rdb := childClient("REDELAY_CHILD")
 	vis, _ := time.ParseDuration(os.Getenv("REDELAY_CHILD_VISIBILITY"))
 	q := blocking.New[string](rdb, os.Getenv("REDELAY_CHILD_QUEUE"), blocking.WithVisibilityTimeout(vis))
 	d, err := q.Receive(context.Background())
@@ -56,12 +51,7 @@ func TestKill9(t *testing.T) {
 		const vis = time.Second
 		name := redistest.QueueName(t)
 		cmd := redistest.Rerun(context.Background(), "TestChildConsumer", "REDELAY_CHILD_QUEUE="+name, "REDELAY_CHILD_VISIBILITY="+vis.String())
-		switch x := rdb.(type) {
-		case *redis.Client:
-			cmd.Env = append(cmd.Env, "REDELAY_CHILD_ADDRS="+x.Options().Addr)
-		case *redis.ClusterClient:
-			cmd.Env = append(cmd.Env, "REDELAY_CHILD_ADDRS="+strings.Join(x.Options().Addrs, ","), "REDELAY_CHILD_CLUSTER=1")
-		}
+		cmd.Env = append(cmd.Env, childEnv(t, rdb, "REDELAY_CHILD")...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -115,6 +105,31 @@ func TestKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// childEnv returns the variables that tell a child process, started by
+// redistest.Rerun, the server or cluster of rdb: PREFIX_ADDRS, and
+// PREFIX_CLUSTER=1 for a cluster. childClient reads them.
+func childEnv(t *testing.T, rdb redis.UniversalClient, prefix string) []string {
+	t.Helper()
+	switch x := rdb.(type) {
+	case *redis.Client:
+		return []string{prefix + "_ADDRS=" + x.Options().Addr}
+	case *redis.ClusterClient:
+		return []string{prefix + "_ADDRS=" + strings.Join(x.Options().Addrs, ","), prefix + "_CLUSTER=1"}
+	}
+	t.Fatalf("childEnv: a %T", rdb)
+	return nil
+}
+
+// childClient returns, in a child process, a client of what childEnv
+// named under prefix.
+func childClient(prefix string) redis.UniversalClient {
+	addrs := os.Getenv(prefix + "_ADDRS")
+	if os.Getenv(prefix+"_CLUSTER") == "1" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+	}
+	return redis.NewClient(&redis.Options{Addr: addrs})
 }
 
 // killClients cuts every connection of the clients named name.

@@ -21,16 +21,10 @@ import (
 // variables. It consumes the queue with three handlers, each holding its
 // delivery until the process is killed, and says when one holds one.
 func TestChildConsume(t *testing.T) {
-	addrs := os.Getenv("REDELAY_CONSUME_ADDRS")
-	if addrs == "" {
+	if os.Getenv("REDELAY_CONSUME_ADDRS") == "" {
 		return // not a child: nothing to do
 	}
-	var rdb redis.UniversalClient
-	if os.Getenv("REDELAY_CONSUME_CLUSTER") == "1" {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
-	} else {
-		rdb = redis.NewClient(&redis.Options{Addr: addrs})
-	}
+	rdb := childClient("REDELAY_CONSUME")
 	q := blocking.New[string](rdb, os.Getenv("REDELAY_CONSUME_QUEUE"))
 	err := q.Consume(context.Background(), func(ctx context.Context, d *blocking.Delivery[string]) error {
 		fmt.Printf("HOLDING %s\n", d.ID)
@@ -52,12 +46,7 @@ func TestConsumerKilled(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
 		cmd := redistest.Rerun(ctx, "TestChildConsume", "REDELAY_CONSUME_QUEUE="+name)
-		switch x := rdb.(type) {
-		case *redis.Client:
-			cmd.Env = append(cmd.Env, "REDELAY_CONSUME_ADDRS="+x.Options().Addr)
-		case *redis.ClusterClient:
-			cmd.Env = append(cmd.Env, "REDELAY_CONSUME_ADDRS="+strings.Join(x.Options().Addrs, ","), "REDELAY_CONSUME_CLUSTER=1")
-		}
+		cmd.Env = append(cmd.Env, childEnv(t, rdb, "REDELAY_CONSUME")...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
