@@ -1,8 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -15,39 +13,16 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/dashboard"
-	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
 	"github.com/redelay/redelay/internal/seedtest"
 )
 
-// storyQueue returns a new queue holding one dead letter, "story",
-// dead-lettered after three deliveries that failed with "boom 1", "boom
-// 2" and "boom 3", and when it died at the earliest.
+// storyQueue returns a new queue holding seedtest.Story's dead letter,
+// and a time before it died.
 func storyQueue(t *testing.T, rdb redis.UniversalClient) (string, time.Time) {
 	t.Helper()
-	ctx := context.Background()
 	name := redistest.QueueName(t)
-	q := blocking.New[string](rdb, name, blocking.WithMaxAttempts(3))
-	t.Cleanup(func() { _ = q.Close() })
-	if _, err := q.Offer(ctx, "v", blocking.WithID("story")); err != nil {
-		t.Fatal(err)
-	}
-	before := time.Now().Add(-time.Second)
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- q.Consume(cctx, func(_ context.Context, d *blocking.Delivery[string]) error {
-			return fmt.Errorf("boom %d", d.Attempt)
-		}, blocking.WithBackoff(seedtest.FastBackoff))
-	}()
-	in := inspect.New(rdb)
-	redistest.WaitFor(t, 15*time.Second, "the dead letter", func() bool {
-		st, err := in.Stats(ctx, name)
-		return err == nil && st.Dead == 1
-	})
-	cancel()
-	<-done
-	return name, before
+	return name, seedtest.Story(t, rdb, name)
 }
 
 var (

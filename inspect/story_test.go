@@ -36,23 +36,9 @@ func TestDeadLetterStory(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		name := redistest.QueueName(t)
-		q := blocking.New[string](rdb, name, blocking.WithMaxAttempts(3))
-		t.Cleanup(func() { _ = q.Close() })
-		if _, err := q.Offer(ctx, "v", blocking.WithID("story")); err != nil {
-			t.Fatal(err)
-		}
-		before := time.Now().Add(-time.Second)
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() {
-			done <- q.Consume(cctx, func(_ context.Context, d *blocking.Delivery[string]) error {
-				return fmt.Errorf("boom %d", d.Attempt)
-			}, blocking.WithBackoff(seedtest.FastBackoff))
-		}()
+		before := seedtest.Story(t, rdb, name)
 		in := inspect.New(rdb)
 		it := deadItem(t, in, name)
-		cancel()
-		<-done
 		if it.Attempt != 3 {
 			t.Errorf("Attempt %d, want 3 (deliveries before it died)", it.Attempt)
 		}
