@@ -425,20 +425,24 @@
   // ---- The depth chart: the samples this page took.
 
   var samples = []; // {t: ms, totals: {state: n}}
-  var svg = null;
-  if (chart) {
-    svg = document.createElementNS(SVG_NS, "svg");
-    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
-    svg.setAttribute("class", "chart-svg");
-    svg.setAttribute("role", "img");
-    svg.setAttribute("aria-label", "Depth by state over time");
-    var plot = chart.querySelector(".chart-plot");
+  // chartSVG puts an empty chart, labelled label, in the plot of the
+  // chart element el, hiding what the plot says without script.
+  function chartSVG(el, label) {
+    var s = document.createElementNS(SVG_NS, "svg");
+    s.setAttribute("viewBox", "0 0 " + W + " " + H);
+    s.setAttribute("class", "chart-svg");
+    s.setAttribute("role", "img");
+    s.setAttribute("aria-label", label);
+    var plot = el.querySelector(".chart-plot");
     var nojs = plot.querySelector(".chart-nojs");
     if (nojs) {
       nojs.hidden = true;
     }
-    plot.appendChild(svg);
+    plot.appendChild(s);
+    return s;
   }
+
+  var svg = chart ? chartSVG(chart, "Depth by state over time") : null;
 
   function addSample(t, byName) {
     if (!svg) {
@@ -528,17 +532,7 @@
   var histSeq = 0; // answers to a request made before the range changed are dropped
   var histSVG = null;
   if (hist) {
-    histSVG = document.createElementNS(SVG_NS, "svg");
-    histSVG.setAttribute("viewBox", "0 0 " + W + " " + H);
-    histSVG.setAttribute("class", "chart-svg");
-    histSVG.setAttribute("role", "img");
-    histSVG.setAttribute("aria-label", "Processed and failed items per minute");
-    var hplot = hist.querySelector(".chart-plot");
-    var hnojs = hplot.querySelector(".chart-nojs");
-    if (hnojs) {
-      hnojs.hidden = true;
-    }
-    hplot.appendChild(histSVG);
+    histSVG = chartSVG(hist, "Processed and failed items per minute");
     var ranges = hist.querySelector(".ranges");
     if (ranges) {
       ranges.hidden = false;
