@@ -16,15 +16,21 @@ import (
 	"github.com/redelay/redelay/internal/seedtest"
 )
 
-// deadIDs lists the IDs of the queue's dead letters, newest first.
-func deadIDs(t *testing.T, rdb redis.UniversalClient, name string) []string {
+// deadItems lists the queue's dead letters (the first 100), newest first.
+func deadItems(t *testing.T, rdb redis.UniversalClient, name string) []inspect.Item {
 	t.Helper()
 	items, err := inspect.New(rdb).List(context.Background(), name, inspect.Dead, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return items
+}
+
+// deadIDs lists the IDs of the queue's dead letters, newest first.
+func deadIDs(t *testing.T, rdb redis.UniversalClient, name string) []string {
+	t.Helper()
 	var ids []string
-	for _, it := range items {
+	for _, it := range deadItems(t, rdb, name) {
 		ids = append(ids, it.ID)
 	}
 	return ids

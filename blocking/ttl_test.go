@@ -13,7 +13,6 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
-	"github.com/redelay/redelay/inspect"
 	"github.com/redelay/redelay/internal/redistest"
 )
 
@@ -25,12 +24,8 @@ import (
 // ttlDead returns the IDs in name's dead letters whose error is "expired".
 func ttlDead(t *testing.T, rdb redis.UniversalClient, name string) []string {
 	t.Helper()
-	items, err := inspect.New(rdb).List(context.Background(), name, inspect.Dead, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ids []string
-	for _, it := range items {
+	for _, it := range deadItems(t, rdb, name) {
 		if it.Headers[blocking.HeaderError] != "expired" {
 			t.Errorf("dead letter %s has error %q", it.ID, it.Headers[blocking.HeaderError])
 			continue
