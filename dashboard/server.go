@@ -1,13 +1,13 @@
 package dashboard
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/inspect"
-	"github.com/redelay/redelay/internal/store"
 )
 
 // serverName says which Redis the dashboard reads, for the header of
@@ -62,7 +62,7 @@ func (h *handler) redis(w http.ResponseWriter, r *http.Request) {
 	info, err := h.in.Server(r.Context())
 	p := redisPage{Info: info, Live: linksFor(r).API("")}
 	if err != nil {
-		if !store.InfoRefused(err) {
+		if !errors.Is(err, inspect.ErrInfoRefused) {
 			h.fail(w, r, err)
 			return
 		}

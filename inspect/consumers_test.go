@@ -141,6 +141,30 @@ func TestServer(t *testing.T) {
 	})
 }
 
+// TestServerRefused: a user whose ACL refuses INFO gets an error that
+// wraps ErrInfoRefused; other errors do not.
+func TestServerRefused(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartServer(t)
+	admin := srv.Client(t)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "viewer", "on", ">pw", "~*", "&*", "+@all", "-@dangerous").Err(); err != nil {
+		t.Fatal(err)
+	}
+	viewer := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "viewer", Password: "pw"})
+	t.Cleanup(func() { _ = viewer.Close() })
+	if _, err := inspect.New(viewer).Server(ctx); !errors.Is(err, inspect.ErrInfoRefused) {
+		t.Errorf("Server as a user without @dangerous: %v, want ErrInfoRefused", err)
+	}
+	if _, err := inspect.New(admin).Server(ctx); err != nil {
+		t.Errorf("Server as the default user: %v", err)
+	}
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	if _, err := inspect.New(down).Server(ctx); err == nil || errors.Is(err, inspect.ErrInfoRefused) {
+		t.Errorf("Server of no server: %v, want an error other than ErrInfoRefused", err)
+	}
+}
+
 // TestRunSchedule: running a schedule offers its value ready at once under
 // a new ID and leaves the schedule as it was; Unschedule removes it.
 func TestRunSchedule(t *testing.T) {

@@ -32,6 +32,10 @@ var (
 	// ErrNotEmpty: Forget of a queue that still holds items or
 	// schedules. Nothing was changed.
 	ErrNotEmpty = iqueue.ErrNotEmpty
+	// ErrInfoRefused: Server's INFO was refused by the server (an ACL
+	// without @dangerous, or a renamed command); asking again will not
+	// help.
+	ErrInfoRefused = iqueue.ErrInfoRefused
 )
 
 // Stats are a queue's counts by state and its timings: the type of
@@ -258,7 +262,7 @@ type ServerInfo struct {
 
 // Server reads ServerInfo with INFO server, memory and clients: one round
 // trip per master. A server that refuses INFO (an ACL without @dangerous)
-// returns its error.
+// returns its error, wrapping ErrInfoRefused.
 func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
 	if err := in.checkClient(); err != nil {
 		return ServerInfo{}, fmt.Errorf("server: %w", err)

@@ -26,6 +26,7 @@ var (
 	ErrOutOfMemory     = errors.New("redelay: Redis out of memory")
 	ErrNotFound        = errors.New("redelay: not found")
 	ErrNotEmpty        = errors.New("redelay: queue not empty")
+	ErrInfoRefused     = errors.New("redelay: INFO refused by the server")
 )
 
 // ErrorType is the error.type the telemetry gives an error of a queue

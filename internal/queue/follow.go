@@ -162,7 +162,11 @@ func Eviction(ctx context.Context, rdb redis.UniversalClient) string {
 // ServerInfo reads what INFO says of rdb's deployment (see
 // store.Client.Info).
 func ServerInfo(ctx context.Context, rdb redis.UniversalClient) (store.ServerInfo, error) {
-	return store.New(rdb).Info(ctx)
+	info, err := store.New(rdb).Info(ctx)
+	if store.InfoRefused(err) {
+		err = fmt.Errorf("%w: %w", ErrInfoRefused, err)
+	}
+	return info, err
 }
 
 // Forget forgets the queue name under the key prefix ("": the default)
