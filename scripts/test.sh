@@ -92,20 +92,25 @@ go vet ./...
 go test -race -count=1 -timeout 15m "$@" ./...
 
 if (($# == 0)); then
+	install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
 	(
 		# The tool builds against this checkout's library through
 		# cmd/redelay/go.work.
 		cd cmd/redelay
 		go vet ./...
-		install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
 		go test -race -count=1 -timeout 10m -skip "$install_tests" ./...
-		# Then, alone (it compiles the tool and its dependencies from an
-		# empty module cache, as a user's first go install does), the
-		# README's install line against the modules as committed: the
-		# library at the commit go.mod pins, the tool at HEAD. It needs
-		# the whole history (no shallow clone) and the Go module proxy.
-		go test -count=1 -timeout 10m -run "$install_tests" ./internal/modpin
 	)
+	# Then the README's install line against the modules as committed:
+	# the library at the commit go.mod pins, the tool at HEAD. It compiles
+	# the tool and its dependencies from an empty module cache, as a user's
+	# first go install does, and needs the whole history (no shallow clone)
+	# and the Go module proxy. It runs in the background while the
+	# benchmark's smoke run, which mostly waits on timers, goes on; its
+	# output follows theirs.
+	install_log=$(mktemp)
+	(cd cmd/redelay && go test -count=1 -timeout 10m -run "$install_tests" ./internal/modpin) >"$install_log" 2>&1 &
+	install_pid=$!
+	trap 'kill "$install_pid" 2>/dev/null; rm -f "$install_log"' EXIT
 	(
 		cd bench
 		go vet ./...
@@ -121,4 +126,11 @@ if (($# == 0)); then
 		go vet ./...
 		go test -count=1 -timeout 5m ./...
 	)
+	install_rc=0
+	wait "$install_pid" || install_rc=$?
+	cat "$install_log"
+	if ((install_rc != 0)); then
+		echo "test.sh: the install test (cmd/redelay/internal/modpin) failed" >&2
+		exit "$install_rc"
+	fi
 fi
