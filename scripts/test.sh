@@ -107,6 +107,13 @@ if (($# == 0)); then
 	# and the Go module proxy. It runs in the background while the
 	# benchmark's smoke run, which mostly waits on timers, goes on; its
 	# output follows theirs.
+	# A shallow checkout (a CI's default depth of 1) lacks the pinned
+	# commit: fetch the rest of the history when the remote can give it;
+	# when it cannot, the test says what is missing.
+	if [[ $(git rev-parse --is-shallow-repository 2>/dev/null) == true ]]; then
+		echo "test.sh: a shallow clone: fetching the whole history for the install test" >&2
+		git fetch --quiet --unshallow || echo "test.sh: could not fetch the whole history" >&2
+	fi
 	install_log=$(mktemp)
 	(cd cmd/redelay && go test -count=1 -timeout 10m -run "$install_tests" ./internal/modpin) >"$install_log" 2>&1 &
 	install_pid=$!
