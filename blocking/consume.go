@@ -214,6 +214,12 @@ func (q *Queue[T]) Consume(ctx context.Context, handler Handler[T], opts ...Cons
 	if err := q.q.Start(ctx); err != nil {
 		return err
 	}
+	if o.limits.SetGroups {
+		// Every process obeys them from now on, Receive calls too.
+		if err := q.q.SetGroupLimits(ctx, o.limits.GroupConcurrency, o.limits.GroupInterval); err != nil {
+			return fmt.Errorf("consume %s: %w", q.Name(), err)
+		}
+	}
 	c := &consumer[T]{
 		q: q, handler: handler, opts: o,
 		held:      map[*Delivery[T]]context.CancelFunc{},

@@ -169,6 +169,15 @@ func WithPriority(p int) OfferOption {
 	return func(o *offerOptions) { o.r.Priority = p }
 }
 
+// WithGroup puts the item in group key once it falls due: from then on it
+// is served round-robin with the other groups' items, within its group's
+// limits (see blocking.WithGroup). A retried item goes back to its group.
+// A key must be 1 to blocking.MaxGroupLen bytes of UTF-8, else the offer
+// returns ErrInvalidArgument.
+func WithGroup(key string) OfferOption {
+	return func(o *offerOptions) { o.r.Group, o.r.HasGroup = key, true }
+}
+
 // WithTTL gives the item a time to live after its due time: not delivered
 // by due time + d, it goes to the dead letters with the error "expired"
 // instead (see blocking.WithTTL). The deadline is fixed when the item is

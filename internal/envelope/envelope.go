@@ -92,6 +92,11 @@ const MaxPriority = 9
 // dead-letters the item as expired.
 const ExtDeadline = 2
 
+// ExtGroup is the extension tag of an item's group (blocking.WithGroup):
+// the group's key, as it is. The scripts read it (group_of in
+// prelude.lua) to put the item in its group when it is ready.
+const ExtGroup = 3
+
 // Limits that keep a corrupt length from allocating wildly.
 const (
 	maxHeaders    = 1024
@@ -192,6 +197,25 @@ func (e *Envelope) SetPriority(p int) {
 		e.Ext = make(map[uint64][]byte, 1)
 	}
 	e.Ext[ExtPriority] = []byte{byte(p)}
+}
+
+// Group returns e's group key, and false when it has none.
+func (e *Envelope) Group() (string, bool) {
+	v, ok := e.Ext[ExtGroup]
+	return string(v), ok
+}
+
+// SetGroup puts e in group g; "" removes the extension (an item offered
+// without a group).
+func (e *Envelope) SetGroup(g string) {
+	if g == "" {
+		delete(e.Ext, ExtGroup)
+		return
+	}
+	if e.Ext == nil {
+		e.Ext = make(map[uint64][]byte, 1)
+	}
+	e.Ext[ExtGroup] = []byte(g)
 }
 
 // SetTTL gives e a time to live after its due time (see ExtDeadline); 0

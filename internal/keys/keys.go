@@ -125,6 +125,11 @@ const (
 	MetaDeadMax     = "dead_max"
 	MetaDeadMaxAge  = "dead_max_age_ms"
 	MetaDeadDropped = "dead_dropped"
+	// MetaGroupLimit and MetaGroupInterval are the queue's group limits
+	// (blocking.WithGroupConcurrency, WithGroupRateLimit; see Groups in
+	// internal/lua/prelude.lua), in leases and µs.
+	MetaGroupLimit    = "group_limit"
+	MetaGroupInterval = "group_interval_us"
 )
 
 // MaxPartitions bounds the number of partitions of one queue.
@@ -163,6 +168,9 @@ type Set struct {
 	ScheduleValues string
 	ScheduleDue    string
 	Wake           string // pub/sub channel
+	// The keys of the queue's groups (see internal/lua/prelude.lua,
+	// Groups); a group's ready items are under GroupItems.
+	GTurn, GSize, GFlight, GTok, GPaused, GWait string
 	// Part is the partition these keys belong to: 0 for a queue of one
 	// partition, and for partition 0 of any queue.
 	Part int
@@ -251,6 +259,9 @@ func IsTickID(id string) bool {
 	return err == nil
 }
 
+// GroupItems returns the key of the ready items of group g (blocking.WithGroup).
+func (q Set) GroupItems(g string) string { return q.base + ":g:" + g }
+
 // Dead returns the keys of q's dead-letter queue.
 func (q Set) Dead() Set { return q.Child("dead") }
 
@@ -289,6 +300,12 @@ func build(prefix, name, tag, base string) Set {
 		ScheduleValues: base + ":schedules:values",
 		ScheduleDue:    base + ":schedules:due",
 		Wake:           base + ":wake",
+		GTurn:          base + ":gturn",
+		GSize:          base + ":gsize",
+		GFlight:        base + ":gflight",
+		GTok:           base + ":gtok",
+		GPaused:        base + ":gpaused",
+		GWait:          base + ":gwait",
 		DeadReady:      base + ":dead:ready",
 		DeadPrio:       base + ":dead:prio",
 		tag:            tag,

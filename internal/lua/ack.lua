@@ -2,7 +2,8 @@
 -- still held leaves the in-flight hash and the lease set, and counts as
 -- processed (count_settled). A token already gone (settled by an earlier
 -- send of this very call, or taken back by the reclaimer) changes nothing
--- and counts nothing, so a resend counts each item once.
+-- and counts nothing, so a resend counts each item once. A lease of a
+-- group frees its slot in the group (groups_settled).
 --
 -- A call that fails changes nothing: every key is read first.
 --
@@ -29,4 +30,5 @@ if #held > 0 then
   redis.call('ZREM', KEYS[1], unpack(held))
 end
 count_settled(KEYS[3], KEYS[4], 'p', #held)
+groups_settled(KEYS[3], held)
 return out

@@ -78,6 +78,12 @@ var (
 	ackSrc string
 	//go:embed confirm.lua
 	confirmSrc string
+	//go:embed groups.lua
+	groupsSrc string
+	//go:embed group_pause.lua
+	groupPauseSrc string
+	//go:embed group_purge.lua
+	groupPurgeSrc string
 	//go:embed consumers.lua
 	consumersSrc string
 	//go:embed forget.lua
@@ -119,6 +125,9 @@ var (
 	SchedulePark    = redis.NewScript(compose(scheduleParkSrc))    // schedule_park.lua
 	Ack             = redis.NewScript(compose(ackSrc))             // ack.lua
 	Confirm         = redis.NewScript(compose(confirmSrc))         // confirm.lua
+	Groups          = redis.NewScript(compose(groupsSrc))          // groups.lua
+	GroupPause      = redis.NewScript(compose(groupPauseSrc))      // group_pause.lua
+	GroupPurge      = redis.NewScript(compose(groupPurgeSrc))      // group_purge.lua
 	Consumers       = redis.NewScript(compose(consumersSrc))       // consumers.lua
 	Forget          = redis.NewScript(compose(forgetSrc))          // forget.lua
 	Unannounce      = redis.NewScript(compose(unannounceSrc))      // unannounce.lua

@@ -378,6 +378,12 @@ local function extra()
     if n > 0 and (upto == nil or n > upto) and redis.call('LINDEX', kReady, -1) == PRIO_MARKER then
       n = n - 1
     end
+    -- Groups: their ready items count, their turns in the list do not.
+    local base = string.sub(kReady, 1, -6)
+    local g = redis.call('HGET', base .. 'meta', 'gready')
+    if g then
+      n = math.max(0, n + tonumber(g) - redis.call('SCARD', base .. 'gturn'))
+    end
     return n
   end
 
@@ -719,6 +725,393 @@ local function prio()
   return P
 end
 
+-- take_raw takes up to n entries of the ready list in take order: the
+-- priority set's first, then the ready list's, turns of groups as they are.
+-- While the priority set is empty, so is the ready list of markers, and
+-- this is one RPOP: a queue that never had an item of priority pays
+-- nothing for priorities. marked: the caller's blocking wait returned the
+-- marker (so the set likely holds items).
+local function take_raw(kReady, kPrio, n, marked)
+  if n <= 0 then
+    return {}
+  end
+  if marked then
+    return prio().take(kReady, kPrio, n, {})
+  end
+  local popped = redis.call('RPOP', kReady, n)
+  if not popped then
+    return {}
+  end
+  local m
+  for i = 1, #popped do
+    if popped[i] == PRIO_MARKER then
+      m = i
+      break
+    end
+  end
+  if not m then
+    return popped
+  end
+  -- The priority set holds items: they come before what was popped past
+  -- the marker, which goes back (unless the set's key is of the wrong
+  -- type: then everything goes back, and the call fails).
+  local card = redis.pcall('ZCARD', kPrio)
+  if type(card) == 'table' and card.err then
+    local all = {}
+    for i = #popped, 1, -1 do
+      all[#all + 1] = popped[i]
+    end
+    redis.call('RPUSH', kReady, unpack(all))
+    error(card)
+  end
+  local out, back = {}, {}
+  for i = 1, m - 1 do
+    out[#out + 1] = popped[i]
+  end
+  for i = #popped, m + 1, -1 do
+    if popped[i] ~= PRIO_MARKER then
+      back[#back + 1] = popped[i]
+    end
+  end
+  if #back > 0 then
+    redis.call('RPUSH', kReady, unpack(back))
+  end
+  return prio().take(kReady, kPrio, n, out, card)
+end
+
+-- Groups (blocking.WithGroup). An item's group is extension tag 3 of a
+-- version 2 envelope (GROUP_TAG); once a queue has had a grouped item (its
+-- meta hash's 'groups'), items without one are the group '' (they take
+-- their turn as one group). A ready item of group g is not in the ready
+-- list but in g's own sorted set (<base>:g:<g>), scored like the priority
+-- set (priority first, then order; P.edge places each one), so an empty
+-- group has no key. Instead the ready list holds one TURN of each group
+-- that may deliver (TURN .. g): a consumer that pops a turn takes the
+-- group's first item and, if the group may deliver again, pushes the turn
+-- to the back of the line. So the groups are served round-robin, one item
+-- per group per turn, blocked consumers wake for them (BLMOVE), and a
+-- group that may not deliver (paused, at its concurrency limit, waiting
+-- for its rate limit) has no turn and costs nothing until it may again.
+--
+-- Per queue (<base> is the ready list's key without ':ready'):
+--   <base>:gturn   SET   the groups with a turn out (in the list or claimed)
+--   <base>:gsize   ZSET  group -> ready + in flight (Groups, largest first)
+--   <base>:gflight HASH  group -> items leased (its concurrency)
+--   <base>:gtok    HASH  lease token -> group, while the lease is held
+--   <base>:gpaused SET   groups paused (PauseGroup)
+--   <base>:gwait   ZSET  group -> when its rate limit lets it deliver, µs
+--   <base>:meta    'gready' (ready items in groups), 'group_limit' (the
+--                  most leases per group), 'group_interval_us' (the time
+--                  between two delivery starts of a group)
+-- Every entry of a group leaves these when the group is empty and idle,
+-- but for gpaused (an operator's choice) and gwait (until its time).
+local GROUP_TAG = 3
+local TURN = '\0\1'
+
+-- is_turn tells a group's turn from an item and from the priority marker.
+local function is_turn(b)
+  return string.byte(b, 1) == 0 and string.byte(b, 2) == 1
+end
+
+-- group_of returns env's group key, nil when it has none.
+local function group_of(env)
+  if string.byte(env, 1) ~= 2 then
+    return nil
+  end
+  local pos, len = extra().ext_value(env, GROUP_TAG)
+  if not pos then
+    return nil
+  end
+  return string.sub(env, pos, pos + len - 1)
+end
+
+local grp_fns
+-- grp returns the group helpers, built once per script run, and only by a
+-- script run that meets a group.
+local function grp()
+  if grp_fns then
+    return grp_fns
+  end
+  local G = {}
+
+  -- G.keys returns the group keys of the queue whose ready list is kReady.
+  function G.keys(kReady)
+    local base = string.sub(kReady, 1, -7)
+    return {base = base, ready = kReady, meta = base .. ':meta', turn = base .. ':gturn',
+      size = base .. ':gsize', flight = base .. ':gflight', tok = base .. ':gtok',
+      paused = base .. ':gpaused', wait = base .. ':gwait'}
+  end
+
+  -- G.items returns the key of group g's ready items.
+  function G.items(K, g)
+    return K.base .. ':g:' .. g
+  end
+
+  -- G.limits reads the queue's group limits once per run: the most leases
+  -- per group (0: none) and the interval between a group's delivery
+  -- starts, µs (0: none).
+  function G.limits(K)
+    if not K.limit then
+      local v = redis.call('HMGET', K.meta, 'group_limit', 'group_interval_us')
+      K.limit, K.interval = tonumber(v[1] or '0') or 0, tonumber(v[2] or '0') or 0
+    end
+    return K.limit, K.interval
+  end
+
+  -- G.turn gives group g a turn at the back of the line unless it has one,
+  -- or may not deliver now (paused, waiting for its rate limit, at its
+  -- concurrency limit); whatever lets it deliver again calls this.
+  function G.turn(K, g)
+    if redis.call('SISMEMBER', K.turn, g) == 1 or redis.call('SISMEMBER', K.paused, g) == 1
+        or redis.call('ZSCORE', K.wait, g) then
+      return
+    end
+    local limit = G.limits(K)
+    if limit > 0 and tonumber(redis.call('HGET', K.flight, g) or '0') >= limit then
+      return
+    end
+    redis.call('SADD', K.turn, g)
+    redis.call('LPUSH', K.ready, TURN .. g)
+  end
+
+  -- G.shrink counts n items out of group g (delivered for good, settled,
+  -- purged).
+  function G.shrink(K, g, n)
+    if tonumber(redis.call('ZINCRBY', K.size, -n, g)) <= 0 then
+      redis.call('ZREM', K.size, g)
+    end
+  end
+
+  -- G.push puts the grouped items of envs (those with a group, and, when
+  -- grouped, those without: group '') in their groups, at the back (or,
+  -- head, the front, the last of envs first), and returns the others.
+  function G.push(K, envs, head, grouped)
+    local rest, byg, order = {}, {}, {}
+    for i = 1, #envs do
+      local e, g = envs[i], nil
+      if is_envelope(e) then
+        g = group_of(e)
+        if g == nil and grouped then
+          g = ''
+        end
+      end
+      if g then
+        if not byg[g] then
+          byg[g] = {}
+          order[#order + 1] = g
+        end
+        local t = byg[g]
+        t[#t + 1] = e
+      else
+        rest[#rest + 1] = e
+      end
+    end
+    if #order == 0 then
+      return rest
+    end
+    if not grouped then
+      redis.call('HSET', K.meta, 'groups', '1')
+    end
+    local total = 0
+    for _, g in ipairs(order) do
+      local key, t, args, edges = G.items(K, g), byg[g], {}, {}
+      for i = 1, #t do
+        local base = (PRIO_MAX - prio().of(t[i])) * PRIO_BAND
+        local score = prio().edge(key, base, head, edges)
+        args[2 * i - 1] = string.format('%.0f', score)
+        args[2 * i] = seq_bytes(math.abs(score - base - PRIO_MID)) .. t[i]
+      end
+      redis.call('ZADD', key, unpack(args))
+      redis.call('ZINCRBY', K.size, #t, g)
+      total = total + #t
+      G.turn(K, g)
+    end
+    redis.call('HINCRBY', K.meta, 'gready', total)
+    return rest
+  end
+
+  -- G.take takes the first item of group g for a turn popped off the
+  -- ready list: nil when the group may not deliver (the turn is dropped:
+  -- what lets it deliver again gives it a new one). lease: the item is
+  -- leased (it counts against the group's limits); otherwise Take
+  -- delivers it for good.
+  function G.take(K, g, lease)
+    local key = G.items(K, g)
+    local limit, interval = G.limits(K)
+    local flight = 0
+    if lease then
+      flight = tonumber(redis.call('HGET', K.flight, g) or '0')
+    end
+    if redis.call('SISMEMBER', K.paused, g) == 1 or (lease and limit > 0 and flight >= limit) then
+      redis.call('SREM', K.turn, g)
+      return nil
+    end
+    local p = redis.call('ZPOPMIN', key)
+    if not p[1] then
+      redis.call('SREM', K.turn, g)
+      return nil
+    end
+    redis.call('HINCRBY', K.meta, 'gready', -1)
+    if lease then
+      flight = redis.call('HINCRBY', K.flight, g, 1)
+    else
+      G.shrink(K, g, 1)
+    end
+    if lease and interval > 0 then
+      redis.call('SREM', K.turn, g)
+      local at = now_us() + interval
+      redis.call('ZADD', K.wait, us_str(at), g)
+      local head = redis.call('ZRANGE', K.wait, 0, 0)
+      if head[1] == g then
+        redis.call('PUBLISH', K.base .. ':wake', us_str(at))
+      end
+    elseif redis.call('EXISTS', key) == 1 and not (lease and limit > 0 and flight >= limit) then
+      redis.call('LPUSH', K.ready, TURN .. g)
+    else
+      redis.call('SREM', K.turn, g)
+    end
+    return string.sub(p[1], SEQ_LEN + 1)
+  end
+
+  -- G.settled ends a lease of group g: one less in flight and in the
+  -- group (an item that goes back to the group was pushed again), and a
+  -- turn if that lets the group deliver.
+  function G.settled(K, g)
+    if redis.call('HINCRBY', K.flight, g, -1) <= 0 then
+      redis.call('HDEL', K.flight, g)
+    end
+    G.shrink(K, g, 1)
+    if redis.call('EXISTS', G.items(K, g)) == 1 then
+      G.turn(K, g)
+    end
+  end
+
+  -- G.lift moves the groups whose rate-limit wait is over (at now µs)
+  -- back into the round: at most limit of them. It returns when the next
+  -- wait ends (µs), or math.huge.
+  function G.lift(K, now, limit)
+    local due = redis.call('ZRANGEBYSCORE', K.wait, '-inf', us_str(now), 'LIMIT', 0, limit)
+    if #due > 0 then
+      redis.call('ZREM', K.wait, unpack(due))
+      for i = 1, #due do
+        if redis.call('EXISTS', G.items(K, due[i])) == 1 then
+          G.turn(K, due[i])
+        end
+      end
+    end
+    local head = redis.call('ZRANGE', K.wait, 0, 0, 'WITHSCORES')
+    return tonumber(head[2]) or math.huge
+  end
+
+  -- G.resolve replaces the turns in out (entries popped off the ready list)
+  -- with their groups' items, and takes more while turns gave none and the
+  -- list has entries, up to n. It returns the items and, by position, the
+  -- group each came from (nil: the ready list's own).
+  function G.resolve(kReady, kPrio, n, out, lease)
+    local K = G.keys(kReady)
+    local items, groups = {}, {}
+    while true do
+      local gave = 0
+      for i = 1, #out do
+        local e = out[i]
+        if is_turn(e) then
+          local g = string.sub(e, 3)
+          local env = G.take(K, g, lease)
+          if env then
+            items[#items + 1] = env
+            groups[#items] = g
+          end
+        else
+          items[#items + 1] = e
+        end
+        gave = gave + 1
+      end
+      if #items >= n or gave == 0 then
+        break
+      end
+      out = take_raw(kReady, kPrio, n - #items, false)
+    end
+    return items, groups
+  end
+
+  -- G.untoken ends the leases of tokens held by groups (each settled:
+  -- G.settled); tokens of ungrouped leases are skipped.
+  function G.untoken(K, tokens)
+    if #tokens == 0 or redis.call('EXISTS', K.tok) == 0 then
+      return
+    end
+    local gs = redis.call('HMGET', K.tok, unpack(tokens))
+    local held = {}
+    for i = 1, #tokens do
+      if gs[i] then
+        held[#held + 1] = tokens[i]
+      end
+    end
+    if #held == 0 then
+      return
+    end
+    redis.call('HDEL', K.tok, unpack(held))
+    for i = 1, #tokens do
+      if gs[i] then
+        G.settled(K, gs[i])
+      end
+    end
+  end
+
+  grp_fns = G
+  return G
+end
+
+-- group_route puts the grouped items of envs in their groups (G.push) and
+-- returns the others, for the ready list. A queue that never had a grouped
+-- item pays one HEXISTS per call.
+local function group_route(kReady, envs, head)
+  if #envs == 0 then
+    return envs
+  end
+  local any = false
+  for i = 1, #envs do
+    if string.byte(envs[i], 1) == 2 and group_of(envs[i]) then
+      any = true
+      break
+    end
+  end
+  local grouped = redis.call('HEXISTS', string.sub(kReady, 1, -6) .. 'meta', 'groups') == 1
+  if not any and not grouped then
+    return envs
+  end
+  local G = grp()
+  return G.push(G.keys(kReady), envs, head, grouped)
+end
+
+-- groups_settled ends group leases among tokens (G.untoken), for the
+-- scripts that settle leases; kMeta is the queue's meta hash. A queue
+-- without grouped leases pays one EXISTS.
+local function groups_settled(kMeta, tokens)
+  local base = string.sub(kMeta, 1, -5)
+  if #tokens == 0 or redis.call('EXISTS', base .. 'gtok') == 0 then
+    return
+  end
+  local G = grp()
+  G.untoken(G.keys(base .. 'ready'), tokens)
+end
+
+-- take_ready takes up to n ready items in take order (take_raw), each turn
+-- of a group met on the way replaced by that group's next item (G.resolve).
+-- It returns the items and, by position, the group of each that came from
+-- one. lease: the items are leased (they count against the groups'
+-- limits), not delivered for good. A queue without groups pays one pass
+-- over what it popped.
+local function take_ready(kReady, kPrio, n, marked, lease)
+  local out = take_raw(kReady, kPrio, n, marked)
+  for i = 1, #out do
+    if is_turn(out[i]) then
+      return grp().resolve(kReady, kPrio, n, out, lease)
+    end
+  end
+  return out, {}
+end
+
 -- ready_push makes envs ready: those of priority 0 go to the ready list,
 -- the others to the priority set (kPrio; kSeq numbers them, or, nil,
 -- their band's scores place them: see P.push). head: they go first in
@@ -734,6 +1127,7 @@ end
 -- tail, nor two (X.ready_len counts on it). For a queue without priorities
 -- a give-back is two commands (LINDEX, RPUSH).
 local function ready_push(kReady, kPrio, kSeq, envs, head)
+  envs = group_route(kReady, envs, head)
   for i = 1, #envs do
     if string.byte(envs[i], 1) == 2 then
       if prio().any(envs) then
@@ -826,58 +1220,6 @@ local function seq_check(kSeq)
   end
 end
 
--- take_ready takes up to n ready items in take order: the priority set's
--- first, then the ready list's. While the priority set is empty, so is the
--- ready list of markers, and this is one RPOP: a queue that never had an
--- item of priority pays nothing for priorities. marked: the caller's
--- blocking wait returned the marker (so the set likely holds items).
-local function take_ready(kReady, kPrio, n, marked)
-  if n <= 0 then
-    return {}
-  end
-  if marked then
-    return prio().take(kReady, kPrio, n, {})
-  end
-  local popped = redis.call('RPOP', kReady, n)
-  if not popped then
-    return {}
-  end
-  local m
-  for i = 1, #popped do
-    if popped[i] == PRIO_MARKER then
-      m = i
-      break
-    end
-  end
-  if not m then
-    return popped
-  end
-  -- The priority set holds items: they come before what was popped past
-  -- the marker, which goes back (unless the set's key is of the wrong
-  -- type: then everything goes back, and the call fails).
-  local card = redis.pcall('ZCARD', kPrio)
-  if type(card) == 'table' and card.err then
-    local all = {}
-    for i = #popped, 1, -1 do
-      all[#all + 1] = popped[i]
-    end
-    redis.call('RPUSH', kReady, unpack(all))
-    error(card)
-  end
-  local out, back = {}, {}
-  for i = 1, m - 1 do
-    out[#out + 1] = popped[i]
-  end
-  for i = #popped, m + 1, -1 do
-    if popped[i] ~= PRIO_MARKER then
-      back[#back + 1] = popped[i]
-    end
-  end
-  if #back > 0 then
-    redis.call('RPUSH', kReady, unpack(back))
-  end
-  return prio().take(kReady, kPrio, n, out, card)
-end
 
 -- What was settled, counted (blocking.Stats.Processed and Failed, and
 -- inspect's History): the queue's meta hash keeps the totals, its history

@@ -5,7 +5,10 @@
 -- (BLMOVE ready -> claimed): it is leased first, if it is still there (the
 -- reclaimer gives items left in the claimed list back to the ready list
 -- after a while). A claimed PRIO_MARKER is dropped, never leased: it woke
--- the caller for the priority set.
+-- the caller for the priority set; a claimed turn of a group (TURN ..
+-- group) is replaced by the group's next item, if the group may deliver.
+-- An item taken from a group is leased against the group's limits
+-- (G.take): its token is recorded in <base>:gtok until it is settled.
 --
 -- Leases are named by tokens the caller chose before sending: ARGV[3] plus
 -- the lease's index (0, 1, ...). So a second run of the same call (the
@@ -44,6 +47,13 @@
 --            (an item's ends when it is dead-lettered): none expires, not
 --            even one a release that kept deadlines dead-lettered;
 --            otherwise '1'
+-- ARGV[9] -> '1': the caller sets the queue's group limits (ARGV[10],
+--            ARGV[11]), recorded in the meta hash for every process; '0':
+--            the recorded ones apply
+-- ARGV[10] -> the most leases per group at once
+--            (blocking.WithGroupConcurrency), 0: none
+-- ARGV[11] -> the time between two delivery starts of one group, µs
+--            (blocking.WithGroupRateLimit), 0: none
 --
 -- The limits. A delivery start is a slot on one timeline every process
 -- shares (KEYS[8], GCRA-style): the call leases at most as many items as
@@ -92,6 +102,19 @@ local function give_back()
   end
 end
 
+-- The group limits this caller sets, for every process.
+if ARGV[9] == '1' then
+  local cur = redis.call('HMGET', KEYS[6], 'group_limit', 'group_interval_us')
+  for i, f in ipairs({'group_limit', 'group_interval_us'}) do
+    local want = ARGV[9 + i]
+    if want == '0' and cur[i] then
+      redis.call('HDEL', KEYS[6], f)
+    elseif want ~= '0' and cur[i] ~= want then
+      redis.call('HSET', KEYS[6], f, want)
+    end
+  end
+end
+
 -- Paused (pause.lua): hand nothing out; a claimed item goes back first in
 -- line.
 if redis.call('HEXISTS', KEYS[6], 'paused') == 1 then
@@ -122,7 +145,7 @@ end
 -- Type checks: every key written below is read first.
 redis.call('ZCARD', KEYS[2])
 redis.call('LLEN', KEYS[5])
-local envs, marked = {}, false
+local envs, groups, marked = {}, {}, false
 if ARGV[4] ~= '' then
   redis.call('LLEN', KEYS[1])
   if ARGV[4] == PRIO_MARKER then
@@ -130,12 +153,21 @@ if ARGV[4] ~= '' then
     redis.call('LREM', KEYS[4], 1, ARGV[4])
     marked = true
   elseif redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
-    envs[1] = ARGV[4]
+    if is_turn(ARGV[4]) then
+      local G = grp()
+      local g = string.sub(ARGV[4], 3)
+      envs[1] = G.take(G.keys(KEYS[1]), g, true)
+      groups[1] = g
+    else
+      envs[1] = ARGV[4]
+    end
   end
 end
-local more = take_ready(KEYS[1], KEYS[7], max - #envs, marked)
+local more, mgroups = take_ready(KEYS[1], KEYS[7], max - #envs, marked, true)
+local skip = #envs
 for i = 1, #more do
   envs[#envs + 1] = more[i]
+  groups[skip + i] = mgroups[i]
 end
 if #envs == 0 then
   return false
@@ -145,6 +177,7 @@ local now = now_ms()
 local deadline = now + tonumber(ARGV[1])
 local deadlines = ARGV[8] ~= '0'
 local out, leases, inflight, dead = {}, {}, {}, {}
+local gtoks, gone = {}, {}
 local n = 0
 for i = 1, #envs do
   local env = envs[i]
@@ -152,9 +185,16 @@ for i = 1, #envs do
     dead[#dead + 1] = story().dead_letter(env, 'expired', 'expired', attempt_of(env))
     out[#out + 1] = '!'
     out[#out + 1] = envelope_id(env) or ''
+    if groups[i] then
+      gone[#gone + 1] = groups[i]
+    end
   elseif is_envelope(env) then
     local token = tok(n)
     n = n + 1
+    if groups[i] then
+      gtoks[#gtoks + 1] = token
+      gtoks[#gtoks + 1] = groups[i]
+    end
     leases[#leases + 1] = deadline
     leases[#leases + 1] = token
     inflight[#inflight + 1] = token
@@ -170,6 +210,16 @@ end
 if #dead > 0 then
   redis.call('LPUSH', KEYS[5], unpack(dead))
   dead_bound(KEYS[6], KEYS[5])
+end
+if #gtoks > 0 then
+  redis.call('HSET', string.sub(KEYS[6], 1, -5) .. 'gtok', unpack(gtoks))
+end
+if #gone > 0 then
+  local G = grp()
+  local K = G.keys(KEYS[1])
+  for i = 1, #gone do
+    G.settled(K, gone[i])
+  end
 end
 if n > 0 then
   redis.call('ZADD', KEYS[2], unpack(leases))

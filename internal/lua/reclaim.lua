@@ -9,7 +9,8 @@
 -- are kept within the queue's bounds, if it has any (dead_bound,
 -- dead_expire). An in-flight
 -- entry that is no envelope at all (see is_envelope) goes to the dead
--- letters as it is, as in receive.lua.
+-- letters as it is, as in receive.lua. The slot each lease of a group held
+-- in its group is freed (groups_settled).
 --
 -- It also gives back items stranded in the claimed list: an item a waiting
 -- consumer moved there (BLMOVE) but never leased or took, because the reply
@@ -95,6 +96,7 @@ if #back > 0 then
   ready_push(KEYS[3], KEYS[8], KEYS[9], rev, true)
 end
 out[1] = #back
+groups_settled(KEYS[4], held)
 if #dead > 0 then
   redis.call('LPUSH', KEYS[7], unpack(dead))
   out[6] = #dead

@@ -3,7 +3,8 @@
 -- receive whose caller gave up before the reply came). They return to the
 -- head of the ready list, first token first, and no delivery is counted
 -- against them. A lease that is gone is skipped, so a second run changes
--- nothing. Every key is read before the first write (the counter's value
+-- nothing. An item of a group goes back to the head of its group, and
+-- its slot in the group is freed (groups_settled). Every key is read before the first write (the counter's value
 -- too: seq_check), so a call that fails changes nothing.
 --
 -- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
@@ -28,4 +29,9 @@ for i = #ARGV, 1, -1 do
   end
 end
 ready_push(KEYS[3], KEYS[4], KEYS[5], back, true)
+local held = {}
+for i = 1, #ARGV do
+  held[i] = ARGV[i]
+end
+groups_settled(string.sub(KEYS[3], 1, -6) .. 'meta', held)
 return #back

@@ -11,6 +11,9 @@
 -- it has no deadline (blocking.WithTTL: it ends when the item is
 -- dead-lettered). A settled failure counts as failed (count_settled).
 --
+-- A lease of a group frees its slot in the group (groups_settled); a retry
+-- goes back to its group when it is ready again.
+--
 -- With a lease token, the lease is settled: nothing changes when it is gone
 -- (a second run after a lost reply, or a lease the reclaimer took back).
 -- With an empty token the item is not leased (Take popped it, and it could
@@ -68,6 +71,7 @@ end
 if token ~= '' then
   redis.call('HDEL', KEYS[2], token)
   redis.call('ZREM', KEYS[1], token)
+  groups_settled(KEYS[7], {token})
 end
 count_settled(KEYS[7], KEYS[10], 'f', 1)
 if dead then

@@ -15,6 +15,9 @@
 --                                    schedule's next tick must be materialized)
 -- KEYS[7] -> redelay:{q}:prio      ZSET  ready items of priority 1..9 (ready_push)
 -- KEYS[8] -> redelay:{q}:seq       STRING counter
+-- (derived) redelay:{q}:gwait ZSET groups waiting for their rate limit
+--            (groups in prelude.lua): those whose wait is over get their
+--            turn back, and the next wait's end counts as a due time
 -- ARGV[1] -> batch limit (at most a few thousand: results are unpacked)
 --
 -- Output: {moved, next due µs or -1 when nothing is pending, server now ms,
@@ -93,7 +96,14 @@ if queued > 0 then
   prio().mark(KEYS[3])
 end
 
-local next_due = head_due(KEYS[1], KEYS[4])
+-- Groups whose rate limit lets them deliver again get their turn back.
+local wait_due = math.huge
+if redis.call('EXISTS', string.sub(KEYS[3], 1, -6) .. 'gwait') == 1 then
+  local G = grp()
+  wait_due = G.lift(G.keys(KEYS[3]), us, limit)
+end
+
+local next_due = math.min(head_due(KEYS[1], KEYS[4]), wait_due)
 if next_due == math.huge then
   next_due = -1
 end

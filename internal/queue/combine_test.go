@@ -29,7 +29,7 @@ func testCore(t *testing.T, rdb redis.UniversalClient) *part {
 // hourItem returns an item due in an hour, under id.
 func hourItem(t *testing.T, c *part, id string) store.OfferItem {
 	t.Helper()
-	env, err := c.Encode(id, id, nil, nil, 0, 0)
+	env, err := c.Encode(id, id, nil, nil, 0, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,9 @@ type OfferRequest struct {
 	Headers  map[string]string
 	Priority int
 	TTL      time.Duration
+	// Group is the item's group key (blocking.WithGroup), with HasGroup.
+	Group    string
+	HasGroup bool
 	// Dup is a duplicate mode (DupReplace...), 0 for none; DupName the
 	// option that set it (for errors), DupArg its duration.
 	Dup     byte
@@ -78,6 +81,11 @@ func (r *OfferRequest) check() error {
 	}
 	if err := CheckTTL(r.TTL); err != nil {
 		return err
+	}
+	if r.HasGroup {
+		if err := CheckGroup(r.Group); err != nil {
+			return err
+		}
 	}
 	if r.Dup == 0 {
 		return nil
@@ -116,7 +124,7 @@ func (q *Queue) Offer(ctx context.Context, v any, w When, r OfferRequest) (strin
 	}
 	tel := q.Telemetry()
 	ctx, op, trace := tel.StartSend(ctx, id, max(w.delay, 0))
-	err = q.route(id).offerOne(ctx, id, v, w, &r, trace)
+	err = q.routeOffer(id, &r).offerOne(ctx, id, v, w, &r, trace)
 	tel.Sent(ctx, op, 1, err)
 	q.announceOffered(ctx, err)
 	return OfferResult(id, err)
@@ -147,7 +155,7 @@ func (q *Queue) announceOffered(ctx context.Context, err error) {
 
 // offerOne encodes and stores one item in c.
 func (c *part) offerOne(ctx context.Context, id string, v any, w When, r *OfferRequest, trace map[string]string) error {
-	env, err := c.Encode(id, v, r.Headers, trace, r.Priority, r.TTL)
+	env, err := c.Encode(id, v, r.Headers, trace, r.Priority, r.TTL, r.Group)
 	if err != nil {
 		return fmt.Errorf("offer %s: %w", c.Name(), err)
 	}
@@ -229,6 +237,9 @@ func (q *Queue) offerBatch(ctx context.Context, n int, value func(i int) any, de
 	idx := make([][]int, len(q.parts))
 	for i, id := range ids {
 		p := keys.PartitionOf(id, len(q.parts))
+		if r.HasGroup {
+			p = keys.PartitionOf(r.Group, len(q.parts)) // a group lives in one part
+		}
 		idx[p] = append(idx[p], i)
 	}
 	stored := make([]bool, n)
@@ -282,7 +293,7 @@ func (c *part) offerBatch(ctx context.Context, ids []string, idx []int, value fu
 				call.Batch, call.Offset, call.Pass = len(idx), cStart, pass
 			}
 			for j, i := range chunk {
-				env, err := c.Encode(ids[i], value(i), r.Headers, trace, r.Priority, r.TTL)
+				env, err := c.Encode(ids[i], value(i), r.Headers, trace, r.Priority, r.TTL, r.Group)
 				if err != nil {
 					release()
 					return out, fmt.Errorf("offer batch %s: item %d: %w", name, i, err)

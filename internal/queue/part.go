@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -360,11 +361,12 @@ func CheckHeaders(h map[string]string) error {
 
 // Encode marshals v and wraps it in an envelope with headers (the
 // producer's, then the trace context), a priority (0..
-// envelope.MaxPriority) and a TTL (0: none), both checked by the caller;
+// envelope.MaxPriority), a TTL (0: none) and a group ("": none), all
+// checked by the caller;
 // the times (and the deadline) are left for the script to fill in from the
 // server clock. The payload plus the headers must fit the queue's max
 // payload size.
-func (c *part) Encode(id string, v any, user, trace map[string]string, priority int, ttl time.Duration) ([]byte, error) {
+func (c *part) Encode(id string, v any, user, trace map[string]string, priority int, ttl time.Duration, group string) ([]byte, error) {
 	payload, err := c.Cfg.Codec.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode with %s codec: %w", c.Cfg.Codec.Name(), err)
@@ -393,6 +395,7 @@ func (c *part) Encode(id string, v any, user, trace map[string]string, priority 
 	e := envelope.Envelope{ID: id, Headers: headers, Payload: payload}
 	e.SetPriority(priority)
 	e.SetTTL(ttl)
+	e.SetGroup(group)
 	return e.Marshal(), nil
 }
 
@@ -611,6 +614,23 @@ const PastTolerance = time.Second
 func CheckNotPast(due, now time.Time) error {
 	if due.Before(now.Add(-PastTolerance)) {
 		return fmt.Errorf("due time %s has passed (now %s): %w", due.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), ErrInvalidArgument)
+	}
+	return nil
+}
+
+// MaxGroupLen bounds a group's key, in bytes: an ID's bound.
+const MaxGroupLen = MaxIDLen
+
+// CheckGroup validates a group key (blocking.WithGroup): not empty, at
+// most MaxGroupLen bytes, UTF-8.
+func CheckGroup(g string) error {
+	switch {
+	case g == "":
+		return fmt.Errorf("group key: empty: %w", ErrInvalidArgument)
+	case len(g) > MaxGroupLen:
+		return fmt.Errorf("group key of %d bytes, at most %d: %w", len(g), MaxGroupLen, ErrInvalidArgument)
+	case !utf8.ValidString(g):
+		return fmt.Errorf("group key %q: not UTF-8: %w", g, ErrInvalidArgument)
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, v any, loc *tim
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w: %w", q.Name(), err, ErrInvalidArgument)
 	}
-	env, err := c.Encode("", v, map[string]string{HeaderSchedule: name}, nil, 0, 0)
+	env, err := c.Encode("", v, map[string]string{HeaderSchedule: name}, nil, 0, 0, "")
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w", q.Name(), err)
 	}

@@ -260,9 +260,12 @@ func (c *part) finishClaim(ctx context.Context, raw []byte, claimed time.Time) (
 		return nil, nil
 	}
 	if store.IsMarker(raw) {
-		// Woken for an item of the priority set: take the next item, as a
-		// non-blocking pop does (the marker leaves the claimed list).
-		return Wait(ctx, c, c.Store.TakeMarked, c.giveBack)
+		// Woken for an item of the priority set, or a group's turn: take
+		// the next item, as a non-blocking pop does (the marker or turn
+		// leaves the claimed list).
+		return Wait(ctx, c, func(ctx context.Context) ([]byte, error) {
+			return c.Store.TakeMarked(ctx, raw)
+		}, c.giveBack)
 	}
 	taken, err := Call(context.WithoutCancel(ctx), c, func(ctx context.Context) (bool, error) {
 		return c.Store.Confirm(ctx, raw)

@@ -73,6 +73,8 @@ func (q *Partition) Purge(ctx context.Context, parts ...Part) (int64, error) {
 			add(k.Leases, "0")
 			add(k.Claimed, "1")
 			add(k.Seen, "0")
+			add(k.GFlight, "0")
+			add(k.GTok, "0")
 		case PartDead:
 			add(k.DeadReady, "ready")
 			add(k.DeadPrio, "0")
@@ -172,6 +174,8 @@ func (q *Partition) Forget(ctx context.Context) (int64, error) {
 		k.Ready, d.Ready,
 		k.Meta, k.Seq, k.Seen, k.History, k.Leases, k.Items, k.Rate, k.Slots, k.ScheduleValues, k.ScheduleDue,
 		d.Meta, d.Seq, d.Seen, d.History, d.Leases, d.Items, d.Rate, d.Slots,
+		k.GTurn, k.GSize, k.GFlight, k.GTok, k.GPaused, k.GWait,
+		d.GTurn, d.GSize, d.GFlight, d.GTok, d.GPaused, d.GWait,
 	}
 	return q.c.eval(ctx, lua.Forget, ks).Int64()
 }

@@ -35,10 +35,10 @@ func (q *Partition) Pop(ctx context.Context) ([]byte, error) {
 }
 
 // TakeMarked takes the next ready item for a blocking wait that returned
-// the priority marker (the marker leaves the claimed list): nil when none
-// is left. Not resent, like Pop.
-func (q *Partition) TakeMarked(ctx context.Context) ([]byte, error) {
-	envs, err := q.popScript(ctx, 1, marker)
+// the priority marker or a group's turn (raw, see IsMarker; it leaves the
+// claimed list): nil when none is left. Not resent, like Pop.
+func (q *Partition) TakeMarked(ctx context.Context, raw []byte) ([]byte, error) {
+	envs, err := q.popScript(ctx, 1, string(raw))
 	if err != nil || len(envs) == 0 {
 		return nil, err
 	}

@@ -79,6 +79,15 @@ type Limits struct {
 	// Concurrency is the most leases the queue may hold at once
 	// (WithGlobalConcurrency), 0 for none.
 	Concurrency int
+	// SetGroups: GroupConcurrency and GroupInterval are the queue's group
+	// limits (WithGroupConcurrency, WithGroupRateLimit), recorded for every
+	// process; without it the recorded ones apply.
+	SetGroups bool
+	// GroupConcurrency is the most leases of one group at once, 0 for
+	// none; GroupInterval the time between two delivery starts of one
+	// group, 0 for none.
+	GroupConcurrency int
+	GroupInterval    time.Duration
 }
 
 // Limited is Lease's error when a limit let nothing be leased (a claimed
@@ -113,8 +122,13 @@ func (q *Partition) Lease(ctx context.Context, vis time.Duration, max int, prefi
 	if q.dead {
 		deadlines = 0
 	}
+	setGroups := 0
+	if lim.SetGroups {
+		setGroups = 1
+	}
 	res, err := q.c.eval(ctx, lua.Receive, []string{k.Ready, k.Leases, k.Inflight, k.Claimed, k.DeadReady, k.Meta, k.Prio, k.Rate},
-		vis.Milliseconds(), max, prefix, claimed, lim.Interval.Microseconds(), lim.Ahead.Microseconds(), lim.Concurrency, deadlines).StringSlice()
+		vis.Milliseconds(), max, prefix, claimed, lim.Interval.Microseconds(), lim.Ahead.Microseconds(), lim.Concurrency, deadlines,
+		setGroups, lim.GroupConcurrency, lim.GroupInterval.Microseconds()).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

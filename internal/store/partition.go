@@ -28,9 +28,13 @@ type Partition struct {
 // queue's priority set holds items. It is no envelope (first byte 0).
 const marker = "\x00"
 
-// IsMarker reports whether b is the priority marker, which a blocking wait
-// (WaitClaim) can return: the caller takes with TakeMarked instead.
-func IsMarker(b []byte) bool { return len(b) == 1 && b[0] == 0 }
+// IsMarker reports whether b is the priority marker or a group's turn
+// (TURN of prelude.lua: 0, 1, then the group's key), which a blocking wait
+// (WaitClaim) can return: the caller takes with TakeMarked instead. Neither
+// is an envelope (first byte 0).
+func IsMarker(b []byte) bool {
+	return len(b) == 1 && b[0] == 0 || len(b) >= 2 && b[0] == 0 && b[1] == 1
+}
 
 // Partition returns the operations on the queue partition with keys k.
 func (c *Client) Partition(k keys.Set) *Partition { return &Partition{c: c, K: k} }

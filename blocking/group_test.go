@@ -1,0 +1,543 @@
+package blocking_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redelay/redelay/blocking"
+	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/internal/redistest"
+)
+
+// This file proves groups (WithGroup): fair share across groups for
+// Take, Receive and Consume; order within a group; WithGroupConcurrency
+// across consumers, with settles, retries and expired leases freeing the
+// slot; WithGroupRateLimit; Groups, PauseGroup, ResumeGroup, PurgeGroup;
+// the counts of Stats and Size; bad keys.
+
+// groupOf returns the group of a value "group/n".
+func groupOf(v string) string { return v[:strings.IndexByte(v, '/')] }
+
+// offerGroups offers n items to each group, all of one group before the
+// next ("g/0", "g/1", ...).
+func offerGroups(t *testing.T, q *blocking.Queue[string], n int, groups ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, g := range groups {
+		for i := range n {
+			if _, err := q.Offer(ctx, fmt.Sprintf("%s/%d", g, i), blocking.WithGroup(g)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// drainBy takes n items by mode and returns them in delivery order.
+func drainBy(t *testing.T, q *blocking.Queue[string], mode string, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var got []string
+	for len(got) < n {
+		switch mode {
+		case "Take":
+			v, err := q.Take(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v)
+		case "TakeBatch":
+			vs, err := q.TakeBatch(ctx, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, vs...)
+		case "Receive":
+			d, err := q.Receive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, d.Value)
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case "ReceiveBatch":
+			ds, err := q.ReceiveBatch(ctx, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				got = append(got, d.Value)
+				if err := d.Ack(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return got
+}
+
+// checkOrderWithin fails when the items of a group came out of order.
+func checkOrderWithin(t *testing.T, got []string) {
+	t.Helper()
+	next := map[string]int{}
+	for _, v := range got {
+		g := groupOf(v)
+		if want := fmt.Sprintf("%s/%d", g, next[g]); v != want {
+			t.Fatalf("group %s: got %s, want %s (order within a group)", g, v, want)
+		}
+		next[g]++
+	}
+}
+
+func TestGroupFairShare(t *testing.T) {
+	t.Parallel()
+	const big, small, groups = 2000, 10, 10
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		for _, mode := range []string{"Take", "TakeBatch", "Receive", "ReceiveBatch"} {
+			t.Run(mode, func(t *testing.T) {
+				name := redistest.QueueName(t)
+				q := blocking.New[string](rdb, name)
+				t.Cleanup(func() { _ = q.Close() })
+				offerGroups(t, q, big, "big")
+				var smalls []string
+				for i := range groups {
+					smalls = append(smalls, fmt.Sprintf("small%02d", i))
+				}
+				offerGroups(t, q, small, smalls...)
+				total := big + small*groups
+				if st, err := q.Stats(ctx); err != nil || st.Ready != int64(total) {
+					t.Fatalf("Stats = %+v, %v; want Ready %d", st, err, total)
+				}
+				if n, err := q.Size(ctx); err != nil || n != int64(total) {
+					t.Fatalf("Size = %d, %v; want %d", n, err, total)
+				}
+				gs, err := q.Groups(ctx, 0, 3)
+				if err != nil || len(gs) != 3 || gs[0] != (blocking.GroupInfo{Key: "big", Ready: big}) || gs[1].Ready != small {
+					t.Fatalf("Groups = %+v, %v", gs, err)
+				}
+				got := drainBy(t, q, mode, total)
+				checkOrderWithin(t, got)
+				// The bound of the contract: every item of the small groups
+				// within (groups × small) × 2 deliveries, not after the
+				// big group's backlog.
+				lastSmall := 0
+				for i, v := range got {
+					if groupOf(v) != "big" {
+						lastSmall = i + 1
+					}
+				}
+				if lastSmall > groups*small*2 {
+					t.Fatalf("the last item of a small group came %d-th, want within %d", lastSmall, groups*small*2)
+				}
+				if st, err := q.Stats(ctx); err != nil || st.Ready != 0 || st.Inflight != 0 {
+					t.Fatalf("Stats after = %+v, %v", st, err)
+				}
+				if gs, err := q.Groups(ctx, 0, 10); err != nil || len(gs) != 0 {
+					t.Fatalf("Groups after = %+v, %v", gs, err)
+				}
+				// Nothing is left behind by the empty groups.
+				if ks := groupKeys(t, rdb, name); len(ks) != 0 {
+					t.Fatalf("keys left behind by empty groups: %v", ks)
+				}
+			})
+		}
+	})
+}
+
+// groupKeys lists the keys of the groups of queue name that hold anything
+// (the per-group sets and the round's bookkeeping).
+func groupKeys(t *testing.T, rdb redis.UniversalClient, name string) []string {
+	t.Helper()
+	ctx := context.Background()
+	k := redistest.KeysOf(name)
+	var out []string
+	for _, key := range []string{k.GTurn, k.GSize, k.GFlight, k.GTok, k.GWait, k.GroupItems("big"), k.GroupItems("")} {
+		if n, err := rdb.Exists(ctx, key).Result(); err != nil {
+			t.Fatal(err)
+		} else if n == 1 {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func TestGroupUngroupedTakeTheirTurn(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	q := blocking.New[string](rdb, redistest.QueueName(t))
+	t.Cleanup(func() { _ = q.Close() })
+	offerGroups(t, q, 1, "a")
+	// Once the queue has had a grouped item, items without a group are
+	// the group "" of their own: 100 of them do not hold back group b.
+	for i := range 100 {
+		if _, err := q.Offer(ctx, fmt.Sprintf("/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offerGroups(t, q, 3, "b")
+	got := drainBy(t, q, "Take", 104)
+	checkOrderWithin(t, got)
+	pos := map[string]int{}
+	for i, v := range got {
+		pos[v] = i
+	}
+	if pos["b/2"] > 8 {
+		t.Fatalf("b/2 came %d-th: %v", pos["b/2"]+1, got[:10])
+	}
+	gs, err := q.Groups(ctx, 0, 10)
+	if err != nil || len(gs) != 0 {
+		t.Fatalf("Groups = %+v, %v", gs, err)
+	}
+}
+
+func TestGroupConcurrencyAcrossConsumers(t *testing.T) {
+	t.Parallel()
+	const groups, per = 6, 15
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		name := redistest.QueueName(t)
+		prod := blocking.New[string](rdb, name)
+		t.Cleanup(func() { _ = prod.Close() })
+		var gs []string
+		for i := range groups {
+			gs = append(gs, fmt.Sprintf("tenant%d", i))
+		}
+		offerGroups(t, prod, per, gs...)
+
+		var mu sync.Mutex
+		inFlight := map[string]int{}
+		got := map[string][]string{}
+		var over atomic.Int32
+		var failedOnce sync.Map
+		done := make(chan struct{})
+		var handled atomic.Int32
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var wg sync.WaitGroup
+		for c := range 3 {
+			q := blocking.New[string](redistest.NewClientLike(t, rdb), name, blocking.WithVisibilityTimeout(time.Second))
+			t.Cleanup(func() { _ = q.Close() })
+			wg.Go(func() {
+				_ = q.Consume(ctx, func(ctx context.Context, d *blocking.Delivery[string]) error {
+					g := groupOf(d.Value)
+					mu.Lock()
+					inFlight[g]++
+					if inFlight[g] > 1 {
+						over.Add(1)
+					}
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					mu.Lock()
+					inFlight[g]--
+					mu.Unlock()
+					// Every fifth item of consumer 0 fails once: a retry
+					// goes back to its group and holds its slot meanwhile.
+					if c == 0 && d.Attempt == 1 && strings.HasSuffix(d.Value, "5") {
+						if _, loaded := failedOnce.LoadOrStore(d.Value, true); !loaded {
+							return errors.New("once")
+						}
+					}
+					mu.Lock()
+					got[g] = append(got[g], d.Value)
+					mu.Unlock()
+					if handled.Add(1) == groups*per {
+						close(done)
+					}
+					return nil
+				}, blocking.WithConcurrency(8), blocking.WithGroupConcurrency(1), blocking.WithBackoff(func(int) time.Duration { return 0 }))
+			})
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("handled %d of %d", handled.Load(), groups*per)
+		}
+		cancel()
+		wg.Wait()
+		if n := over.Load(); n > 0 {
+			t.Fatalf("%d times a group had two items in flight, limit 1", n)
+		}
+		for _, g := range gs {
+			if len(got[g]) != per {
+				t.Fatalf("group %s: %d handled, want %d: %v", g, len(got[g]), per, got[g])
+			}
+		}
+		if st, err := prod.Stats(context.Background()); err != nil || st.Ready+st.Inflight+st.Retry != 0 {
+			t.Fatalf("Stats = %+v, %v", st, err)
+		}
+	})
+}
+
+func TestGroupConcurrencyStrictOrder(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name, blocking.WithVisibilityTimeout(300*time.Millisecond))
+		t.Cleanup(func() { _ = q.Close() })
+		// A Consume records the limit for every process as it starts; then
+		// Receive obeys it.
+		recordGroupLimit(t, rdb, name, blocking.WithGroupConcurrency(1))
+		offerGroups(t, q, 3, "a", "b")
+
+		ds, err := q.ReceiveBatch(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 2 || groupOf(ds[0].Value) == groupOf(ds[1].Value) {
+			t.Fatalf("ReceiveBatch = %v, want one item of each group", values(ds))
+		}
+		gs, err := q.Groups(ctx, 0, 10)
+		if err != nil || len(gs) != 2 || gs[0].InFlight != 1 || gs[0].Ready != 2 {
+			t.Fatalf("Groups = %+v, %v", gs, err)
+		}
+		// Nothing more while both slots are held: a receive waits.
+		sctx, scancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		more, err := q.ReceiveBatch(sctx, 10)
+		scancel()
+		if !errors.Is(err, context.DeadlineExceeded) || len(more) != 0 {
+			t.Fatalf("ReceiveBatch with both slots held = %v, %v", values(more), err)
+		}
+		// a/0 is acked: a/1 comes next. b/0's lease expires: b/0 again,
+		// before b/1.
+		var a0 *blocking.Delivery[string]
+		for _, d := range ds {
+			if groupOf(d.Value) == "a" {
+				a0 = d
+			}
+		}
+		if a0 == nil || a0.Value != "a/0" {
+			t.Fatalf("ReceiveBatch = %v", values(ds))
+		}
+		if err := a0.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer wcancel()
+		seen := map[string]int{}
+		var order []string
+		for len(order) < 5 {
+			d, err := q.Receive(wctx)
+			if err != nil {
+				t.Fatalf("Receive after %v: %v", order, err)
+			}
+			order = append(order, d.Value)
+			seen[groupOf(d.Value)]++
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var a, b []string
+		for _, v := range order {
+			if groupOf(v) == "a" {
+				a = append(a, v)
+			} else {
+				b = append(b, v)
+			}
+		}
+		if strings.Join(a, ",") != "a/1,a/2" || strings.Join(b, ",") != "b/0,b/1,b/2" {
+			t.Fatalf("order = %v", order)
+		}
+	})
+}
+
+// recordGroupLimit runs a Consume of queue name with opts on an empty
+// queue until its limits are recorded in Redis, then stops it.
+func recordGroupLimit(t *testing.T, rdb redis.UniversalClient, name string, opts ...blocking.ConsumeOption) {
+	t.Helper()
+	q := blocking.New[string](rdb, name)
+	defer q.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Consume(ctx, func(context.Context, *blocking.Delivery[string]) error { return nil }, opts...)
+	}()
+	redistest.WaitFor(t, 10*time.Second, "the group limit to be recorded", func() bool {
+		n, _ := rdb.HExists(context.Background(), redistest.KeysOf(name).Meta, "group_limit").Result()
+		return n
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Consume = %v", err)
+	}
+}
+
+func values(ds []*blocking.Delivery[string]) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Value
+	}
+	return out
+}
+
+func TestGroupRateLimit(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	name := redistest.QueueName(t)
+	q := blocking.New[string](rdb, name)
+	t.Cleanup(func() { _ = q.Close() })
+	offerGroups(t, q, 4, "slow")
+	offerGroups(t, q, 20, "free")
+	const every = 150 * time.Millisecond
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	var n atomic.Int32
+	go func() {
+		_ = q.Consume(ctx, func(_ context.Context, d *blocking.Delivery[string]) error {
+			mu.Lock()
+			starts[groupOf(d.Value)] = append(starts[groupOf(d.Value)], time.Now())
+			mu.Unlock()
+			if n.Add(1) == 24 {
+				close(done)
+			}
+			return nil
+		}, blocking.WithConcurrency(4), blocking.WithGroupRateLimit(1, every))
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("handled %d of 24", n.Load())
+	}
+	cancel()
+	mu.Lock()
+	defer mu.Unlock()
+	for g, ts := range starts {
+		for i := 1; i < len(ts); i++ {
+			// A lower bound only: a loaded machine makes gaps longer. The
+			// slack covers the clocks of the server and this process.
+			if gap := ts[i].Sub(ts[i-1]); gap < every-20*time.Millisecond {
+				t.Fatalf("group %s: starts %v apart, limit one per %v", g, gap, every)
+			}
+		}
+	}
+}
+
+func TestGroupPauseResumePurge(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t))
+		t.Cleanup(func() { _ = q.Close() })
+		offerGroups(t, q, 3, "a", "b", "c")
+		if err := q.PauseGroup(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		got := drainBy(t, q, "Take", 6)
+		for _, v := range got {
+			if groupOf(v) == "a" {
+				t.Fatalf("took %s of a paused group: %v", v, got)
+			}
+		}
+		if v, ok, err := q.Poll(ctx, 50*time.Millisecond); err != nil || ok {
+			t.Fatalf("Poll = %q, %v, %v; want nothing while a is paused", v, ok, err)
+		}
+		gs, err := q.Groups(ctx, 0, 10)
+		if err != nil || len(gs) != 1 || gs[0] != (blocking.GroupInfo{Key: "a", Ready: 3, Paused: true}) {
+			t.Fatalf("Groups = %+v, %v", gs, err)
+		}
+		// A blocked consumer wakes when the group resumes.
+		took := make(chan string, 1)
+		go func() {
+			v, _ := q.Take(ctx)
+			took <- v
+		}()
+		time.Sleep(50 * time.Millisecond)
+		if err := q.ResumeGroup(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case v := <-took:
+			if v != "a/0" {
+				t.Fatalf("took %s after resume, want a/0", v)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a blocked Take did not wake when the group resumed")
+		}
+		if n, err := q.PurgeGroup(ctx, "a"); err != nil || n != 2 {
+			t.Fatalf("PurgeGroup = %d, %v; want 2", n, err)
+		}
+		if n, err := q.Size(ctx); err != nil || n != 0 {
+			t.Fatalf("Size = %d, %v", n, err)
+		}
+		offerGroups(t, q, 1, "z")
+		if got := drainBy(t, q, "Take", 1); got[0] != "z/0" {
+			t.Fatalf("took %v", got)
+		}
+	})
+}
+
+func TestGroupBadKeys(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	q := blocking.New[string](rdb, redistest.QueueName(t))
+	t.Cleanup(func() { _ = q.Close() })
+	dq := delayed.New(q)
+	t.Cleanup(func() { _ = dq.Close() })
+	for _, key := range []string{"", strings.Repeat("k", blocking.MaxGroupLen+1), "bad\xff"} {
+		if _, err := q.Offer(ctx, "v", blocking.WithGroup(key)); !errors.Is(err, blocking.ErrInvalidArgument) {
+			t.Fatalf("Offer with group %q: %v, want ErrInvalidArgument", key, err)
+		}
+		if _, err := dq.Offer(ctx, "v", time.Second, delayed.WithGroup(key)); !errors.Is(err, blocking.ErrInvalidArgument) {
+			t.Fatalf("delayed Offer with group %q: %v, want ErrInvalidArgument", key, err)
+		}
+		if err := q.PauseGroup(ctx, key); !errors.Is(err, blocking.ErrInvalidArgument) {
+			t.Fatalf("PauseGroup(%q): %v", key, err)
+		}
+	}
+	if _, err := q.Groups(ctx, -1, 1); !errors.Is(err, blocking.ErrInvalidArgument) {
+		t.Fatalf("Groups(-1): %v", err)
+	}
+	// A hostile key is only a key.
+	hostile := "a:{b}\x00\x01 ' -- " + strings.Repeat("é", 20)
+	if _, err := q.Offer(ctx, hostile+"/0", blocking.WithGroup(hostile)); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := q.Take(ctx); err != nil || v != hostile+"/0" {
+		t.Fatalf("Take = %q, %v", v, err)
+	}
+	if err := q.Consume(ctx, func(context.Context, *blocking.Delivery[string]) error { return nil }, blocking.WithGroupConcurrency(0)); !errors.Is(err, blocking.ErrInvalidArgument) {
+		t.Fatalf("WithGroupConcurrency(0): %v", err)
+	}
+}
+
+func TestGroupDelayedJoinsWhenDue(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t))
+		t.Cleanup(func() { _ = q.Close() })
+		dq := delayed.New(q)
+		t.Cleanup(func() { _ = dq.Close() })
+		offerGroups(t, q, 50, "big")
+		for i := range 3 {
+			if _, err := dq.Offer(ctx, fmt.Sprintf("late/%d", i), 100*time.Millisecond, delayed.WithGroup("late")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		redistest.WaitFor(t, 10*time.Second, "the delayed items to join their group", func() bool {
+			gs, err := q.Groups(ctx, 0, 10)
+			return err == nil && len(gs) == 2
+		})
+		got := drainBy(t, q, "Take", 53)
+		checkOrderWithin(t, got)
+		for i, v := range got {
+			if v == "late/2" && i > 8 {
+				t.Fatalf("late/2 came %d-th", i+1)
+			}
+		}
+	})
+}
