@@ -125,6 +125,11 @@ func TestGroupFairShare(t *testing.T) {
 				if err != nil || len(gs) != 3 || gs[0] != (blocking.GroupInfo{Key: "big", Ready: big}) || gs[1].Ready != small {
 					t.Fatalf("Groups = %+v, %v", gs, err)
 				}
+				// Peek lists the items held in groups, group by group.
+				peek, err := q.Peek(ctx, 3)
+				if err != nil || len(peek) != 3 || peek[0].Group != "big" || peek[0].Value != "big/0" || peek[2].Value != "big/2" {
+					t.Fatalf("Peek = %+v, %v", peek, err)
+				}
 				got := drainBy(t, q, mode, total)
 				checkOrderWithin(t, got)
 				// The bound of the contract: every item of the small groups

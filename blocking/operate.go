@@ -26,6 +26,7 @@ type Item[T any] struct {
 	DueAt      time.Time         // when it falls (or fell) due (Redis server clock)
 	Headers    map[string]string // the producer's headers; HeaderError holds the last failure
 	Priority   int               // 0..MaxPriority (WithPriority)
+	Group      string            // the item's group (WithGroup); "" for none
 }
 
 // MaxPage bounds one Peek (and the delayed queue's List): at most 1000
@@ -42,7 +43,7 @@ const ScanLimit = queue.ScanLimit
 func item[T any](it queue.Item, v T) Item[T] {
 	return Item[T]{
 		ID: it.ID, Value: v, Attempt: it.Attempt, EnqueuedAt: it.EnqueuedAt, DueAt: it.DueAt,
-		Priority: it.Priority, Headers: it.Headers,
+		Priority: it.Priority, Group: it.Group, Headers: it.Headers,
 	}
 }
 

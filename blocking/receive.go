@@ -19,6 +19,7 @@ type Delivery[T any] struct {
 	DueAt      time.Time         // when it became due (Redis server clock)
 	Headers    map[string]string // the producer's headers; HeaderError holds the last failure
 	Priority   int               // 0..MaxPriority (WithPriority)
+	Group      string            // the item's group (WithGroup); "" for none
 
 	l *queue.Lease
 }
@@ -62,7 +63,7 @@ func (q *Queue[T]) receive(ctx context.Context, r queue.ReceiveRequest) ([]*Deli
 		// Decoded into the delivery itself: one allocation, not two.
 		d := &Delivery[T]{
 			ID: l.ID, Attempt: l.Attempt, EnqueuedAt: l.EnqueuedAt, DueAt: l.DueAt,
-			Headers: l.Headers, Priority: l.Priority, l: l,
+			Headers: l.Headers, Priority: l.Priority, Group: l.Group, l: l,
 		}
 		if err := queue.Unmarshal(q.q.Config().Codec, l.Payload, &d.Value); err != nil {
 			return err

@@ -28,6 +28,10 @@ const (
 	actRunSched   = "run-schedule"
 	actUnschedule = "unschedule"
 	actForget     = "forget"
+	// actPauseGroup and actResumeGroup pause and resume one group of a
+	// queue (target.Group).
+	actPauseGroup  = "pause-group"
+	actResumeGroup = "resume-group"
 )
 
 // askFirst are the actions that ask to confirm first: a POST without the
@@ -43,6 +47,7 @@ var askFirst = map[string]bool{
 	actBulk:       true,
 	actUnschedule: true,
 	actForget:     true,
+	actPauseGroup: true,
 }
 
 // maxForm bounds the body of an action's request, in bytes; maxBulkForm
@@ -59,18 +64,20 @@ type actionFunc func(ctx context.Context, r *http.Request, t *target) (string, e
 // actionFuncs returns the actions by name.
 func (h *handler) actionFuncs() map[string]actionFunc {
 	return map[string]actionFunc{
-		actCancel:     h.cancel,
-		actPromote:    h.promote,
-		actReschedule: h.reschedule,
-		actRequeue:    h.requeue,
-		actRequeueAll: h.requeueAll,
-		actPurge:      h.purge,
-		actPause:      h.pause,
-		actResume:     h.resume,
-		actBulk:       h.bulk,
-		actRunSched:   h.runSchedule,
-		actUnschedule: h.unschedule,
-		actForget:     h.forget,
+		actCancel:      h.cancel,
+		actPromote:     h.promote,
+		actReschedule:  h.reschedule,
+		actRequeue:     h.requeue,
+		actRequeueAll:  h.requeueAll,
+		actPurge:       h.purge,
+		actPause:       h.pause,
+		actResume:      h.resume,
+		actBulk:        h.bulk,
+		actRunSched:    h.runSchedule,
+		actUnschedule:  h.unschedule,
+		actForget:      h.forget,
+		actPauseGroup:  h.pauseGroup,
+		actResumeGroup: h.resumeGroup,
 	}
 }
 
@@ -201,6 +208,10 @@ func what(name string, t target, id string) string {
 		return fmt.Sprintf("purge queue %q", queue)
 	case actPause, actResume:
 		return fmt.Sprintf("%s queue %q", name, queue)
+	case actPauseGroup:
+		return fmt.Sprintf("pause group %q of queue %q", t.Group, queue)
+	case actResumeGroup:
+		return fmt.Sprintf("resume group %q of queue %q", t.Group, queue)
 	case actBulk:
 		return fmt.Sprintf("act on the selected items of queue %q", queue)
 	}
@@ -315,6 +326,22 @@ func (h *handler) pause(ctx context.Context, _ *http.Request, t *target) (string
 		return "", err
 	}
 	return fmt.Sprintf("Paused queue %q: no process hands out its items until it is resumed.", t.Queue), nil
+}
+
+// pauseGroup pauses one group of the queue (target.Group).
+func (h *handler) pauseGroup(ctx context.Context, _ *http.Request, t *target) (string, error) {
+	if err := h.in.PauseGroup(ctx, t.Queue, t.Group); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Paused group %q of queue %q: no process hands out its items until it is resumed; the other groups go on.", t.Group, t.Queue), nil
+}
+
+// resumeGroup undoes pauseGroup.
+func (h *handler) resumeGroup(ctx context.Context, _ *http.Request, t *target) (string, error) {
+	if err := h.in.ResumeGroup(ctx, t.Queue, t.Group); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Resumed group %q of queue %q.", t.Group, t.Queue), nil
 }
 
 // resume undoes pause.

@@ -66,6 +66,10 @@ func (h *handler) confirmData(r *http.Request, name string, t target, id string)
 		p.Detail = fmt.Sprintf("No process hands out its items until it is resumed: consumers stop taking them, "+
 			"producers go on offering, items in flight finish. Ready items waiting now: %d.", st.Ready)
 		p.Verb, p.Keep = "Pause queue", "Keep it running"
+	case actPauseGroup:
+		p.Question = fmt.Sprintf("Pause group %q of queue %q?", t.Group, t.Queue)
+		p.Detail = "No process hands out the items of this group until it is resumed; the other groups go on, items of the group in flight finish."
+		p.Verb, p.Keep = "Pause group", "Keep it running"
 	case actCancel:
 		it, err := h.in.Get(ctx, t.Queue, id)
 		if err != nil {

@@ -104,6 +104,7 @@ func readTarget(v url.Values) (target, error) {
 	}
 	t.Find = v.Get("find")
 	t.Schedule = v.Get("schedule")
+	t.Group = v.Get("group")
 	return t, nil
 }
 

@@ -124,6 +124,9 @@ type target struct {
 	// Schedule names the recurring schedule an action on the schedules
 	// page acts on.
 	Schedule string
+	// Group names the group of the queue an action acts on
+	// (PauseGroup, ResumeGroup).
+	Group string
 }
 
 // The pages an action returns to.
@@ -158,6 +161,9 @@ func (t target) values(id string) url.Values {
 	}
 	if t.Schedule != "" {
 		v.Set("schedule", t.Schedule)
+	}
+	if t.Group != "" {
+		v.Set("group", t.Group)
 	}
 	return v
 }

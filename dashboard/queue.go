@@ -30,6 +30,19 @@ type queuePage struct {
 	// minute.
 	History   chart
 	Consumers []consumerView // the processes consuming the queue
+	// Groups are the queue's largest groups (blocking.WithGroup), up to
+	// maxGroupsShown.
+	Groups []groupView
+}
+
+// maxGroupsShown bounds the groups a queue's page lists, largest first.
+const maxGroupsShown = 20
+
+// groupView is one group on a queue's page, with the URLs its forms POST
+// to ("" when read-only).
+type groupView struct {
+	inspect.Group
+	Pause, Resume string
 }
 
 func (p queuePage) liveURL() string { return p.Live }
@@ -105,6 +118,11 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	groups, err := h.in.Groups(r.Context(), name, 0, maxGroupsShown)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	for _, c := range counts(stats) {
 		p.Tabs = append(p.Tabs, tab{State: c.State, N: c.N, URL: l.Tab(name, c.State, 0, limit), Active: c.State == st})
 	}
@@ -123,6 +141,15 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		if stats.Delayed+stats.Retry+stats.Ready+stats.Inflight+stats.Dead == 0 {
 			p.Acts.Forget = l.Act(actForget, p.Back, "")
 		}
+	}
+	for _, g := range groups {
+		gv := groupView{Group: g}
+		if p.Acts != nil {
+			t := p.Back
+			t.Group = g.Key
+			gv.Pause, gv.Resume = l.Act(actPauseGroup, t, ""), l.Act(actResumeGroup, t, "")
+		}
+		p.Groups = append(p.Groups, gv)
 	}
 	for _, it := range items {
 		p.Items = append(p.Items, h.newItemView(l, name, it, p.Back, csrf, false))

@@ -50,6 +50,8 @@ type Item struct {
 	// Priority is the item's priority, 0..blocking.MaxPriority
 	// (blocking.WithPriority).
 	Priority int
+	// Group is the item's group (blocking.WithGroup); "" for none.
+	Group string
 	// Deadline is when the item expires (blocking.WithTTL): received after
 	// it, it goes to the dead letters instead; zero for an item without a
 	// TTL, and for a dead letter (its deadline ended with it).
@@ -113,6 +115,7 @@ func (v view) item(e iqueue.Entry) Item {
 		it.ID, it.Attempt, it.Headers, it.Payload = env.ID, env.Attempt, env.Headers, env.Payload
 		it.EnqueuedAt, it.DueAt, it.Priority = env.EnqueuedAt, env.DueAt, env.Priority()
 		it.Deadline, _ = env.Deadline()
+		it.Group, _ = env.Group()
 		it.Value, it.DecodeError = v.decode(env.Payload)
 		it.Errors = errorsOf(env.Headers)
 	}

@@ -80,6 +80,10 @@ func TestNoKeyspaceScan(t *testing.T) {
 					call{"Pause", func() error { return in.Pause(ctx, f.name) }},
 					call{"Resume", func() error { return in.Resume(ctx, f.name) }},
 					call{"Unschedule", func() error { _, err := in.Unschedule(ctx, f.name, "nightly"); return err }},
+					call{"Groups", func() error { _, err := in.Groups(ctx, f.name, 0, 10); return err }},
+					call{"PauseGroup", func() error { return in.PauseGroup(ctx, f.name, "g") }},
+					call{"ResumeGroup", func() error { return in.ResumeGroup(ctx, f.name, "g") }},
+					call{"PurgeGroup", func() error { _, err := in.PurgeGroup(ctx, f.name, "g"); return err }},
 					call{"Forget", func() error { return wantNotEmpty(in.Forget(ctx, f.name)) }}, // it holds items
 				)
 				for _, st := range inspect.States() {

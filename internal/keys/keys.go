@@ -128,7 +128,10 @@ const (
 	// MetaGroupLimit and MetaGroupInterval are the queue's group limits
 	// (blocking.WithGroupConcurrency, WithGroupRateLimit; see Groups in
 	// internal/lua/prelude.lua), in leases and µs.
-	MetaGroupLimit    = "group_limit"
+	MetaGroupLimit = "group_limit"
+	// MetaGroups marks a queue that has had a grouped item: from then on
+	// its items without a group are the group "".
+	MetaGroups        = "groups"
 	MetaGroupInterval = "group_interval_us"
 )
 

@@ -84,6 +84,10 @@ var (
 	groupPauseSrc string
 	//go:embed group_purge.lua
 	groupPurgeSrc string
+	//go:embed group_list.lua
+	groupListSrc string
+	//go:embed unlease.lua
+	unleaseSrc string
 	//go:embed consumers.lua
 	consumersSrc string
 	//go:embed forget.lua
@@ -128,6 +132,8 @@ var (
 	Groups          = redis.NewScript(compose(groupsSrc))          // groups.lua
 	GroupPause      = redis.NewScript(compose(groupPauseSrc))      // group_pause.lua
 	GroupPurge      = redis.NewScript(compose(groupPurgeSrc))      // group_purge.lua
+	GroupList       = redis.NewScript(compose(groupListSrc))       // group_list.lua
+	Unlease         = redis.NewScript(compose(unleaseSrc))         // unlease.lua
 	Consumers       = redis.NewScript(compose(consumersSrc))       // consumers.lua
 	Forget          = redis.NewScript(compose(forgetSrc))          // forget.lua
 	Unannounce      = redis.NewScript(compose(unannounceSrc))      // unannounce.lua

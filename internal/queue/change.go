@@ -57,10 +57,15 @@ func (q *Queue) ClearDelayed(ctx context.Context) error {
 // Remove removes the pending delayed item id; false when it was not
 // pending.
 func (q *Queue) Remove(ctx context.Context, id string) (bool, error) {
-	c := q.route(id)
-	return Call(ctx, c, func(ctx context.Context) (bool, error) {
-		return c.Store.Remove(ctx, id)
-	}, nil)
+	for _, c := range q.lookIn(id) {
+		ok, err := Call(ctx, c, func(ctx context.Context) (bool, error) {
+			return c.Store.Remove(ctx, id)
+		}, nil)
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // Move says where Reschedule puts an item.
@@ -69,22 +74,30 @@ type Move = store.Move
 // Reschedule moves the pending delayed item id to a new due time, or to
 // the ready list; found is false when it is not pending.
 func (q *Queue) Reschedule(ctx context.Context, id string, m Move) (found bool, err error) {
-	c := q.route(id)
-	o, err := Call(ctx, c, func(ctx context.Context) (store.RescheduleOutcome, error) {
-		return c.Store.Reschedule(ctx, id, m)
-	}, nil)
-	return o != store.RescheduleNotFound, err
+	for _, c := range q.lookIn(id) {
+		o, err := Call(ctx, c, func(ctx context.Context) (store.RescheduleOutcome, error) {
+			return c.Store.Reschedule(ctx, id, m)
+		}, nil)
+		if o != store.RescheduleNotFound || err != nil {
+			return o != store.RescheduleNotFound, err
+		}
+	}
+	return false, nil
 }
 
 // Update replaces the payload of the pending delayed item id, when it and
 // the item's producer headers fit limit bytes (0: no limit): it returns 1
 // updated, 0 not pending, or minus the size over the limit.
 func (q *Queue) Update(ctx context.Context, id string, payload []byte, limit int) (int64, error) {
-	c := q.route(id)
-	n, err := Call(ctx, c, func(ctx context.Context) (int64, error) {
-		return c.Store.Update(ctx, id, payload, limit)
-	}, nil)
-	return n, Corrupt(err)
+	for _, c := range q.lookIn(id) {
+		n, err := Call(ctx, c, func(ctx context.Context) (int64, error) {
+			return c.Store.Update(ctx, id, payload, limit)
+		}, nil)
+		if n != 0 || err != nil {
+			return n, Corrupt(err)
+		}
+	}
+	return 0, nil
 }
 
 // redriveBatch bounds one redrive script call.
@@ -124,9 +137,8 @@ const ScanLimit = 100_000
 
 // RedriveID moves the dead letter id back to the queue, ready at once.
 func (q *Queue) RedriveID(ctx context.Context, id string) error {
-	c := q.route(id)
 	for range 3 { // the list moves while it is read: look again a few times
-		e, found, err := c.find(ctx, Dead, id)
+		c, e, found, err := q.findIn(ctx, Dead, id)
 		if err != nil {
 			return fmt.Errorf("redrive %s from %s: %w", id, q.Name(), err)
 		}
@@ -144,6 +156,18 @@ func (q *Queue) RedriveID(ctx context.Context, id string) error {
 		}
 	}
 	return fmt.Errorf("redrive %s: no dead letter with id %q: %w", q.Name(), id, ErrNotFound)
+}
+
+// findIn looks for item id in state st of each part (lookIn), and
+// returns the part it is in.
+func (q *Queue) findIn(ctx context.Context, st State, id string) (*part, Entry, bool, error) {
+	for _, c := range q.lookIn(id) {
+		e, found, err := c.find(ctx, st, id)
+		if found || err != nil {
+			return c, e, found, err
+		}
+	}
+	return nil, Entry{}, false, nil
 }
 
 // find looks for item id in state st of c.
@@ -190,14 +214,21 @@ func findClaimed(ctx context.Context, s *store.Partition, id string) (Entry, boo
 // Find looks for item id in each of states in turn, and returns the first
 // state it is in.
 func (q *Queue) Find(ctx context.Context, id string, states ...State) (st State, e Entry, found bool, err error) {
-	c := q.route(id)
-	for _, st := range states {
-		e, found, err := c.find(ctx, st, id)
-		if err != nil || found {
-			return st, e, found, err
+	_, st, e, found, err = q.findPart(ctx, id, states...)
+	return st, e, found, err
+}
+
+// findPart is Find, with the part the item is in.
+func (q *Queue) findPart(ctx context.Context, id string, states ...State) (*part, State, Entry, bool, error) {
+	for _, c := range q.lookIn(id) {
+		for _, st := range states {
+			e, found, err := c.find(ctx, st, id)
+			if err != nil || found {
+				return c, st, e, found, err
+			}
 		}
 	}
-	return "", Entry{}, false, nil
+	return nil, "", Entry{}, false, nil
 }
 
 // attempts bounds how often an operation looks for an item that moves
@@ -207,13 +238,13 @@ const attempts = 3
 // act finds item id in one of states and runs do on it, again when the
 // item moved meanwhile (do returns false).
 func (q *Queue) act(ctx context.Context, id string, states []State, do func(c *part, st State, e Entry) (bool, error)) error {
-	c := q.route(id)
+	var c *part
 	var st State
 	var e Entry
 	for range attempts {
 		var found bool
 		var err error
-		st, e, found, err = q.Find(ctx, id, states...)
+		c, st, e, found, err = q.findPart(ctx, id, states...)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,36 @@ func (q *Queue) routeOffer(id string, r *OfferRequest) *part {
 	return q.route(id)
 }
 
+// lookIn returns the parts to look in for item id: its ID's part first,
+// then, on a queue of several parts, the others: an item of a group lives
+// in its group's part (routeOffer), which a caller-chosen ID need not map
+// to. A hit in the ID's part costs what it did without groups.
+func (q *Queue) lookIn(id string) []*part {
+	first := q.route(id)
+	if len(q.parts) == 1 {
+		return q.parts
+	}
+	out := make([]*part, 0, len(q.parts))
+	out = append(out, first)
+	for _, p := range q.parts {
+		if p != first {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// idIn returns a new random ID that routes to part p of n (keys.PartitionOf):
+// an item of a group gets one in its group's part, so that operations by
+// ID find it at the first look. n tries on average.
+func idIn(p, n int) string {
+	for {
+		if id := NewID(); keys.PartitionOf(id, n) == p {
+			return id
+		}
+	}
+}
+
 // Groups lists up to limit groups from offset, largest (ready + in flight)
 // first, across every part.
 func (q *Queue) Groups(ctx context.Context, offset, limit int) ([]Group, error) {

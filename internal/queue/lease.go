@@ -51,6 +51,7 @@ type Lease struct {
 	DueAt      time.Time
 	Headers    map[string]string
 	Priority   int
+	Group      string // the group's key (WithGroup); "" for none
 	Payload    []byte
 
 	part  *part
@@ -316,6 +317,7 @@ func (c *part) newLease(token string, raw []byte, held time.Time) (*Lease, error
 	}
 	// A leased envelope counts the deliveries before this one.
 	l.ID, l.Attempt, l.EnqueuedAt, l.DueAt, l.Priority = e.ID, e.Attempt+1, e.EnqueuedAt, e.DueAt, e.Priority()
+	l.Group, _ = e.Group()
 	l.Headers = maps.Clone(e.Headers)
 	l.Payload = e.Payload
 	return l, nil

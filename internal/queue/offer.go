@@ -122,6 +122,9 @@ func (q *Queue) Offer(ctx context.Context, v any, w When, r OfferRequest) (strin
 	if err != nil {
 		return "", fmt.Errorf("offer %s: %w", q.Name(), err)
 	}
+	if !r.HasID && r.HasGroup && len(q.parts) > 1 {
+		id = idIn(keys.PartitionOf(r.Group, len(q.parts)), len(q.parts))
+	}
 	tel := q.Telemetry()
 	ctx, op, trace := tel.StartSend(ctx, id, max(w.delay, 0))
 	err = q.routeOffer(id, &r).offerOne(ctx, id, v, w, &r, trace)
@@ -223,6 +226,9 @@ func (q *Queue) offerBatch(ctx context.Context, n int, value func(i int) any, de
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = NewID()
+		if r.HasGroup && len(q.parts) > 1 {
+			ids[i] = idIn(keys.PartitionOf(r.Group, len(q.parts)), len(q.parts))
+		}
 	}
 	if len(q.parts) == 1 {
 		idx := make([]int, n)

@@ -304,6 +304,7 @@ type Item struct {
 	DueAt      time.Time
 	Headers    map[string]string
 	Priority   int
+	Group      string // the group's key (WithGroup); "" for none
 	Payload    []byte
 }
 
@@ -319,6 +320,7 @@ func (q *Queue) Item(e Entry, scored bool) (Item, error) {
 		ID: env.ID, Attempt: env.Attempt, EnqueuedAt: env.EnqueuedAt, DueAt: env.DueAt,
 		Headers: maps.Clone(env.Headers), Priority: env.Priority(), Payload: env.Payload,
 	}
+	it.Group, _ = env.Group()
 	if scored {
 		it.DueAt = time.UnixMicro(e.Score)
 	}
@@ -360,15 +362,21 @@ func Items[T, I any](q *Queue, entries []Entry, scored bool, mk func(Item, T) I)
 // Get returns the pending delayed item id; found is false when there is
 // none.
 func (q *Queue) Get(ctx context.Context, id string) (e Entry, found bool, err error) {
-	return q.route(id).find(ctx, Delayed, id)
+	_, e, found, err = q.findIn(ctx, Delayed, id)
+	return e, found, err
 }
 
 // Contains reports whether id is pending in the delayed set.
 func (q *Queue) Contains(ctx context.Context, id string) (bool, error) {
-	c := q.route(id)
-	return Call(ctx, c, func(ctx context.Context) (bool, error) {
-		return c.Store.Contains(ctx, id)
-	}, nil)
+	for _, c := range q.lookIn(id) {
+		ok, err := Call(ctx, c, func(ctx context.Context) (bool, error) {
+			return c.Store.Contains(ctx, id)
+		}, nil)
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // Now is the Redis server's clock.

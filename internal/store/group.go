@@ -79,5 +79,22 @@ func (q *Partition) SetGroupPaused(ctx context.Context, g string, paused bool) (
 // PurgeGroup drops the ready items of group g (group_purge.lua) and
 // returns how many there were.
 func (q *Partition) PurgeGroup(ctx context.Context, g string) (int64, error) {
-	return q.c.eval(ctx, lua.GroupPurge, []string{q.K.Ready}, g).Int64()
+	return q.c.eval(ctx, lua.GroupPurge, []string{q.K.Ready}, g, "").Int64()
+}
+
+// listGroups reads up to limit of the ready items held in groups from
+// offset (group_list.lua): group by group, largest first.
+func (q *Partition) listGroups(ctx context.Context, offset, limit int) ([]Entry, error) {
+	res, err := q.c.eval(ctx, lua.GroupList, []string{q.K.Ready}, offset, limit).StringSlice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res)%3 != 0 {
+		return nil, fmt.Errorf("unexpected group list reply of %d values", len(res))
+	}
+	out := make([]Entry, 0, len(res)/3)
+	for i := 0; i < len(res); i += 3 {
+		out = append(out, Entry{Group: res[i], InGroup: true, Key: res[i+1], Data: []byte(res[i+2])})
+	}
+	return out, nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redelay/redelay/internal/lua"
 )
 
@@ -148,6 +146,10 @@ func (q *Partition) DeleteRetry(ctx context.Context, member string) (bool, error
 // member in the priority set, or by its exact bytes in the ready list;
 // false when it is no longer there.
 func (q *Partition) DeleteReady(ctx context.Context, e Entry) (bool, error) {
+	if e.InGroup {
+		n, err := q.c.eval(ctx, lua.GroupPurge, []string{q.K.Ready}, e.Group, e.Key).Int64()
+		return n == 1, err
+	}
 	if e.Key != "" {
 		n, err := q.c.rdb.ZRem(ctx, q.K.Prio, e.Key).Result()
 		return n == 1, err
@@ -165,14 +167,6 @@ func (q *Partition) DeleteDead(ctx context.Context, e Entry) (bool, error) {
 // DeleteLeased drops a leased item and its lease, atomically; false when
 // the lease is gone. Its consumer's Ack or Nack then finds the lease lost.
 func (q *Partition) DeleteLeased(ctx context.Context, token string) (bool, error) {
-	var del *redis.IntCmd
-	_, err := q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.HDel(ctx, q.K.Inflight, token)
-		p.ZRem(ctx, q.K.Leases, token)
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	return del.Val() == 1, nil
+	n, err := q.c.eval(ctx, lua.Unlease, []string{q.K.Inflight, q.K.Leases, q.K.Meta}, token).Int64()
+	return n == 1, err
 }

@@ -40,6 +40,10 @@ type Entry struct {
 	Key   string // the item's ID (delayed), lease token (leased) or retry member
 	Score int64  // due time in Unix µs (delayed, retry) or lease deadline in Unix ms (leased); 0 otherwise
 	Data  []byte // the envelope, or bytes that are no envelope (ready, dead)
+	// InGroup: a ready item held in group Group (blocking.WithGroup), Key
+	// its member of the group's set.
+	InGroup bool
+	Group   string
 }
 
 // Get returns the pending delayed item id and its due time (Unix µs);
@@ -135,8 +139,10 @@ func RetryEnvelope(member string) []byte {
 }
 
 // ListReady returns up to limit ready items from position offset, in take
-// order (the next one first): the priority set's, then the ready list's.
-// An entry of the priority set has its member as Key.
+// order (the next one first): the priority set's, then the ready list's;
+// then those held in groups, group by group, largest first (the round
+// serves them interleaved). An entry of the priority set has its member as
+// Key; one of a group too, with InGroup.
 func (q *Partition) ListReady(ctx context.Context, offset, limit int) ([]Entry, error) {
 	page, err := q.listReady(ctx, offset, limit)
 	if err != nil {
@@ -162,17 +168,22 @@ func (q *Partition) listReady(ctx context.Context, offset, limit int) ([]Entry, 
 	var card *redis.IntCmd
 	var zs *redis.StringSliceCmd
 	var tail *redis.StringCmd
+	var grouped *redis.BoolCmd
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		card = p.ZCard(ctx, q.K.Prio)
 		zs = p.ZRange(ctx, q.K.Prio, int64(offset), int64(offset+limit-1))
 		tail = p.LIndex(ctx, q.K.Ready, -1)
+		grouped = p.HExists(ctx, q.K.Meta, keys.MetaGroups)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	if err := errors.Join(card.Err(), zs.Err()); err != nil {
+	if err := errors.Join(card.Err(), zs.Err(), grouped.Err()); err != nil {
 		return nil, err
+	}
+	if grouped.Val() {
+		return q.listReadyGrouped(ctx, offset, limit, card.Val(), zs.Val())
 	}
 	skip := 0
 	if tail.Err() == nil && tail.Val() == marker {
@@ -192,6 +203,53 @@ func (q *Partition) listReady(ctx context.Context, offset, limit int) ([]Entry, 
 		return nil, err
 	}
 	return append(out, rest...), nil
+}
+
+// listReadyGrouped is listReady for a queue that has had grouped items,
+// whose ready list holds the groups' turns: positions count items only
+// (the list is read in chunks past its turns and markers), and the items
+// held in groups come after the list's. card and prio are the priority
+// set's size and page.
+func (q *Partition) listReadyGrouped(ctx context.Context, offset, limit int, card int64, prio []string) ([]Entry, error) {
+	out := make([]Entry, 0, limit)
+	for _, m := range prio {
+		if len(m) > lua.SeqLen {
+			out = append(out, Entry{Key: m, Data: []byte(m[lua.SeqLen:])})
+		}
+	}
+	if len(out) == limit {
+		return out, nil
+	}
+	skip := max(0, offset-int(card)) // items of the list to pass
+	listed := 0                      // items in the list
+	for pos := 0; ; pos += ScanChunk {
+		vals, err := q.c.rdb.LRange(ctx, q.K.Ready, int64(-pos-ScanChunk), int64(-pos-1)).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i := len(vals) - 1; i >= 0; i-- { // oldest first
+			if IsMarker([]byte(vals[i])) {
+				continue
+			}
+			listed++
+			if skip > 0 {
+				skip--
+			} else if len(out) < limit {
+				out = append(out, Entry{Data: []byte(vals[i])})
+			}
+		}
+		if len(vals) < ScanChunk {
+			break
+		}
+	}
+	if len(out) == limit {
+		return out, nil
+	}
+	held, err := q.listGroups(ctx, max(0, offset-int(card)-listed), limit-len(out))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, held...), nil
 }
 
 // ListClaimed returns up to limit items of the claimed list (being handed
