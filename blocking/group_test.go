@@ -14,6 +14,8 @@ import (
 
 	"github.com/redelay/redelay/blocking"
 	"github.com/redelay/redelay/delayed"
+	"github.com/redelay/redelay/inspect"
+	"github.com/redelay/redelay/internal/keys"
 	"github.com/redelay/redelay/internal/redistest"
 )
 
@@ -542,6 +544,64 @@ func TestGroupDelayedJoinsWhenDue(t *testing.T) {
 		for i, v := range got {
 			if v == "late/2" && i > 8 {
 				t.Fatalf("late/2 came %d-th", i+1)
+			}
+		}
+	})
+}
+
+// On a queue of several partitions a group lives in its key's partition:
+// an ID given with WithID that maps to another partition is still found
+// by every operation by ID, and a generated ID maps to the group's
+// partition, so it is found at the first look.
+func TestGroupPartitionsByID(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		const parts = 4
+		q := blocking.New[string](rdb, redistest.QueueName(t), blocking.WithPartitions(parts))
+		t.Cleanup(func() { _ = q.Close() })
+		dq := delayed.New(q, delayed.WithoutTransfer())
+		t.Cleanup(func() { _ = dq.Close() })
+		const group = "tenant-1"
+		gp := keys.PartitionOf(group, parts)
+		id := redistest.IDIn((gp+1)%parts, parts) // elsewhere than the group
+		if _, err := dq.Offer(ctx, "v", time.Hour, delayed.WithID(id), delayed.WithGroup(group)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := dq.Contains(ctx, id); err != nil || !ok {
+			t.Fatalf("Contains = %v, %v", ok, err)
+		}
+		if it, err := dq.Get(ctx, id); err != nil || it.Group != group {
+			t.Fatalf("Get = %+v, %v", it, err)
+		}
+		if err := dq.Update(ctx, id, "v2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := dq.Promote(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		// Ready now, in its group: Delete finds it there.
+		in := inspect.New(rdb)
+		if it, err := in.Get(ctx, q.Name(), id); err != nil || it.State != inspect.Ready || it.Group != group || it.Value != "v2" {
+			t.Fatalf("inspect Get = %+v, %v", it, err)
+		}
+		if err := in.Delete(ctx, q.Name(), id); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := q.Size(ctx); err != nil || n != 0 {
+			t.Fatalf("Size after Delete = %d, %v", n, err)
+		}
+		// Generated IDs map to the group's partition.
+		for range 5 {
+			gen, err := dq.Offer(ctx, "w", time.Hour, delayed.WithGroup(group))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := keys.PartitionOf(gen, parts); p != gp {
+				t.Fatalf("generated ID %q in partition %d, the group's is %d", gen, p, gp)
+			}
+			if ok, err := dq.Remove(ctx, gen); err != nil || !ok {
+				t.Fatalf("Remove = %v, %v", ok, err)
 			}
 		}
 	})

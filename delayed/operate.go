@@ -51,6 +51,7 @@ func (d *Queue[T]) Get(ctx context.Context, id string) (Item[T], error) {
 func item[T any](it queue.Item, v T) Item[T] {
 	return Item[T]{
 		ID: it.ID, Value: v, Attempt: it.Attempt, EnqueuedAt: it.EnqueuedAt, DueAt: it.DueAt, Headers: it.Headers,
+		Group: it.Group,
 	}
 }
 
