@@ -606,3 +606,105 @@ func TestGroupPartitionsByID(t *testing.T) {
 		}
 	})
 }
+
+// Groups with the other features: priorities order a group's items; an
+// item past its TTL frees its group's slot; the bound counts grouped
+// items; a nacked item and a redriven dead letter go back to their group;
+// Purge empties the groups and leaves no key of them behind.
+func TestGroupWithOtherFeatures(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name, blocking.WithMaxSize(6), blocking.WithMaxAttempts(1))
+		t.Cleanup(func() { _ = q.Close() })
+		recordGroupLimit(t, rdb, name, blocking.WithGroupConcurrency(1))
+
+		// Priorities within a group; the bound counts grouped items.
+		for i, p := range []int{0, 5, 9} {
+			if _, err := q.Offer(ctx, fmt.Sprintf("a/p%d-%d", p, i), blocking.WithGroup("a"), blocking.WithPriority(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := q.Offer(ctx, "b/ttl", blocking.WithGroup("b"), blocking.WithTTL(time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		offerGroups(t, q, 2, "c")
+		if _, err := q.Offer(ctx, "a/over", blocking.WithGroup("a")); !errors.Is(err, blocking.ErrQueueFull) {
+			t.Fatalf("offer past the bound: %v, want ErrQueueFull", err)
+		}
+		time.Sleep(5 * time.Millisecond) // b/ttl's deadline passes
+
+		// One turn each: a's highest priority, b's expired item dead-lettered
+		// (its slot freed), c/0.
+		ds, err := q.ReceiveBatch(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(values(ds), ","); got != "a/p9-2,c/0" {
+			t.Fatalf("first round = %s", got)
+		}
+		gs, err := q.Groups(ctx, 0, 10)
+		if err != nil || len(gs) != 2 {
+			t.Fatalf("Groups = %+v, %v (b's expired item must leave no group)", gs, err)
+		}
+		// Nack a's item: max attempts 1 dead-letters it; redriven, it is
+		// back in group a, behind a's others... and c/0 is acked.
+		if err := ds[0].Nack(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds[1].Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := q.Redrive(ctx, 0); err != nil || n != 2 {
+			t.Fatalf("Redrive = %d, %v; want a/p9-2 and b/ttl", n, err)
+		}
+		var rest []string
+		for range 5 {
+			d, err := q.Receive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest = append(rest, d.Value)
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var a []string
+		for _, v := range rest {
+			if groupOf(v) == "a" {
+				a = append(a, v)
+			}
+		}
+		// Priority first within the group, the redriven item included.
+		if got := strings.Join(a, ","); got != "a/p9-2,a/p5-1,a/p0-0" {
+			t.Fatalf("group a = %s (all: %v)", got, rest)
+		}
+
+		// Purge with items in groups and one in flight.
+		offerGroups(t, q, 3, "d")
+		d, err := q.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := q.Purge(ctx); err != nil || n != 2 {
+			t.Fatalf("Purge = %d, %v; want 2", n, err)
+		}
+		if gs, err := q.Groups(ctx, 0, 10); err != nil || len(gs) != 1 || gs[0] != (blocking.GroupInfo{Key: "d", InFlight: 1}) {
+			t.Fatalf("Groups after Purge = %+v, %v", gs, err)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		offerGroups(t, q, 1, "e")
+		if v, err := q.Take(ctx); err != nil || v != "e/0" {
+			t.Fatalf("Take after Purge = %q, %v", v, err)
+		}
+		if ks := groupKeys(t, rdb, name); len(ks) != 0 {
+			t.Fatalf("keys left behind: %v", ks)
+		}
+		if st, err := q.Stats(ctx); err != nil || st.Ready+st.Inflight+st.Dead != 0 {
+			t.Fatalf("Stats = %+v, %v", st, err)
+		}
+	})
+}
