@@ -20,6 +20,7 @@ type changeJSON struct {
 	// forgotten.
 	Action   string `json:"action"`
 	Schedule string `json:"schedule,omitempty"` // the schedule run or unscheduled
+	Group    string `json:"group,omitempty"`    // the group paused or resumed
 	ID       string `json:"id,omitempty"`
 	// IDBase64 is the ID's bytes when they are not UTF-8 (see itemJSON).
 	IDBase64 []byte    `json:"id_base64,omitempty"`
