@@ -79,6 +79,17 @@
 // not delivered by its due time plus the TTL goes to the dead letters as
 // expired).
 //
+// # Groups
+//
+// [WithGroup] puts an item in a group (a tenant, an account, an endpoint):
+// consumers are served round-robin across the groups that have ready
+// items, one item per group per turn, so one group's backlog does not hold
+// back the others. [WithGroupConcurrency] bounds the items of one group in
+// flight across every process (1: strictly one at a time, in order), and
+// [WithGroupRateLimit] the starts per period of one group. [Queue.Groups]
+// lists the groups, largest first; [Queue.PauseGroup], [Queue.ResumeGroup]
+// and [Queue.PurgeGroup] act on one.
+//
 // # Failovers
 //
 // Redis replicates asynchronously, so a failover can lose writes the master
