@@ -708,3 +708,36 @@ func TestGroupWithOtherFeatures(t *testing.T) {
 		}
 	})
 }
+
+// A consumer that dies holding a group's turn (moved to the claimed list
+// by its blocking wait, never acted on) holds the group up for seconds,
+// not for the claimed list's 30 s hold: the reclaimer gives a turn back
+// early, which is safe since a consumer acts on a turn only if it is
+// still claimed.
+func TestGroupTurnOfADeadConsumer(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name, blocking.WithSweepInterval(200*time.Millisecond))
+		t.Cleanup(func() { _ = q.Close() })
+		offerGroups(t, q, 2, "g")
+		k := redistest.KeysOf(name)
+		// The dead consumer's wait: the turn leaves the ready list.
+		turn, err := rdb.BLMove(ctx, k.Ready, k.Claimed, "RIGHT", "LEFT", time.Second).Result()
+		if err != nil || !strings.HasPrefix(turn, "\x00\x01") {
+			t.Fatalf("BLMOVE = %q, %v", turn, err)
+		}
+		start := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		v, err := q.Take(wctx)
+		if err != nil || v != "g/0" {
+			t.Fatalf("Take = %q, %v after %v (the claimed list's hold is %v)", v, err, time.Since(start), 30*time.Second)
+		}
+		t.Logf("the group's turn came back after %v", time.Since(start).Round(time.Millisecond))
+		if v, err := q.Take(wctx); err != nil || v != "g/1" {
+			t.Fatalf("Take = %q, %v", v, err)
+		}
+	})
+}

@@ -808,6 +808,10 @@ end
 local GROUP_TAG = 3
 local TURN = '\0\1'
 
+-- TURN_HOLD is how long a turn may sit in the claimed list before the
+-- reclaimer gives it back, ms (see reclaim.lua).
+local TURN_HOLD = 2000
+
 -- is_turn tells a group's turn from an item and from the priority marker.
 local function is_turn(b)
   return string.byte(b, 1) == 0 and string.byte(b, 2) == 1

@@ -17,6 +17,10 @@
 -- was lost with its connection or the consumer died. An item is given back
 -- once it has been seen in the list for ARGV[3] ms: far longer than a live
 -- consumer needs, and than the client's resend of a lost reply can take.
+-- A group's turn goes back sooner, after TURN_HOLD ms: a consumer acts on
+-- a claimed turn only if it is still claimed (it removes it first), so
+-- giving it back early is always safe, and the group is not held up for
+-- long by a consumer that died holding its turn.
 --
 -- Every key is read before the first write (the counter's value too:
 -- seq_check), and every entry is judged before the first delete, so a call
@@ -115,7 +119,7 @@ if #claimed > 0 or #seen > 0 then
   for i = #claimed, 1, -1 do -- oldest first
     local env = claimed[i]
     local t = first[env]
-    if t and now - t >= tonumber(ARGV[3]) then
+    if t and (now - t >= tonumber(ARGV[3]) or (is_turn(env) and now - t >= TURN_HOLD)) then
       if redis.call('LREM', KEYS[5], -1, env) == 1 then
         given[#given + 1] = env
       end
