@@ -623,14 +623,18 @@ const MaxGroupLen = MaxIDLen
 
 // CheckGroup validates a group key (blocking.WithGroup): not empty, at
 // most MaxGroupLen bytes, UTF-8.
-func CheckGroup(g string) error {
+func CheckGroup(g string) error { return checkName("group key", g, MaxGroupLen) }
+
+// checkName validates a name given by the caller (what it names): not
+// empty, at most max bytes, UTF-8.
+func checkName(what, s string, max int) error {
 	switch {
-	case g == "":
-		return fmt.Errorf("group key: empty: %w", ErrInvalidArgument)
-	case len(g) > MaxGroupLen:
-		return fmt.Errorf("group key of %d bytes, at most %d: %w", len(g), MaxGroupLen, ErrInvalidArgument)
-	case !utf8.ValidString(g):
-		return fmt.Errorf("group key %q: not UTF-8: %w", g, ErrInvalidArgument)
+	case s == "":
+		return fmt.Errorf("empty %s: %w", what, ErrInvalidArgument)
+	case len(s) > max:
+		return fmt.Errorf("%s of %d bytes, at most %d: %w", what, len(s), max, ErrInvalidArgument)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s %q is not UTF-8: %w", what, s, ErrInvalidArgument)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/schedule"
@@ -97,15 +96,7 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, v any, loc *tim
 }
 
 func checkScheduleName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("empty schedule name: %w", ErrInvalidArgument)
-	case len(name) > MaxScheduleNameLen:
-		return fmt.Errorf("schedule name of %d bytes, at most %d: %w", len(name), MaxScheduleNameLen, ErrInvalidArgument)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("schedule name %q is not UTF-8: %w", name, ErrInvalidArgument)
-	}
-	return nil
+	return checkName("schedule name", name, MaxScheduleNameLen)
 }
 
 // stored is a schedule's record as read, with the server's clock.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redelay/redelay/internal/keys"
 
 	"github.com/redelay/redelay/internal/lua"
@@ -27,20 +25,7 @@ type Group struct {
 // (WithGroupConcurrency, WithGroupRateLimit; 0: none), as receive.lua does
 // on each call of a Consume that sets them.
 func (q *Partition) SetGroupLimits(ctx context.Context, concurrency int, interval time.Duration) error {
-	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, f := range []struct {
-			name string
-			v    int64
-		}{{keys.MetaGroupLimit, int64(concurrency)}, {keys.MetaGroupInterval, interval.Microseconds()}} {
-			if f.v > 0 {
-				p.HSet(ctx, q.K.Meta, f.name, f.v)
-			} else {
-				p.HDel(ctx, q.K.Meta, f.name)
-			}
-		}
-		return nil
-	})
-	return err
+	return q.setMetaInts(ctx, []metaInt{{keys.MetaGroupLimit, int64(concurrency)}, {keys.MetaGroupInterval, interval.Microseconds()}})
 }
 
 // Groups reads up to n groups from offset, largest (ready + in flight)

@@ -303,11 +303,20 @@ func (q *Partition) LeaseCount(ctx context.Context) (int64, error) {
 // SetDeadBounds records the queue's dead-letter bounds in its meta hash:
 // at most max dead letters, none older than maxAge; 0 removes a bound.
 func (q *Partition) SetDeadBounds(ctx context.Context, max int64, maxAge time.Duration) error {
+	return q.setMetaInts(ctx, []metaInt{{keys.MetaDeadMax, max}, {keys.MetaDeadMaxAge, maxAge.Milliseconds()}})
+}
+
+// metaInt is a setting of the meta hash; 0 or less: none.
+type metaInt struct {
+	field string
+	v     int64
+}
+
+// setMetaInts records settings in the meta hash in one round trip, and
+// deletes those of none.
+func (q *Partition) setMetaInts(ctx context.Context, fs []metaInt) error {
 	_, err := q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, f := range []struct {
-			field string
-			v     int64
-		}{{keys.MetaDeadMax, max}, {keys.MetaDeadMaxAge, maxAge.Milliseconds()}} {
+		for _, f := range fs {
 			if f.v > 0 {
 				p.HSet(ctx, q.K.Meta, f.field, f.v)
 			} else {
