@@ -39,8 +39,9 @@ const MaxGroupLen = queue.MaxGroupLen
 // The limit is the queue's: Consume records it in Redis, and every Receive
 // and ReceiveBatch of the queue, in any process, obeys it from then on,
 // until a Consume records another. Take delivers items for good, so it
-// holds nothing in flight: a group's limit does not slow it. Default: none;
-// n at least 1.
+// holds nothing in flight and never brings a group to its limit; but a
+// group at its limit (leases of Receive or Consume) waits for Take too.
+// Default: none; n at least 1.
 func WithGroupConcurrency(n int) ConsumeOption {
 	return func(o *consumeOptions) {
 		if n < 1 {

@@ -937,16 +937,17 @@ local function grp()
   -- G.take takes the first item of group g for a turn popped off the
   -- ready list: nil when the group may not deliver (the turn is dropped:
   -- what lets it deliver again gives it a new one). lease: the item is
-  -- leased (it counts against the group's limits); otherwise Take
-  -- delivers it for good.
+  -- leased (it counts against the group's limits, and starts its rate
+  -- wait); otherwise Take delivers it for good, holding nothing in flight.
+  -- A group at its concurrency limit has no turn, for Take as for a lease.
   function G.take(K, g, lease)
     local key = G.items(K, g)
     local limit, interval = G.limits(K)
     local flight = 0
-    if lease then
+    if limit > 0 then
       flight = tonumber(redis.call('HGET', K.flight, g) or '0')
     end
-    if redis.call('SISMEMBER', K.paused, g) == 1 or (lease and limit > 0 and flight >= limit) then
+    if redis.call('SISMEMBER', K.paused, g) == 1 or (limit > 0 and flight >= limit) then
       redis.call('SREM', K.turn, g)
       return nil
     end
@@ -969,7 +970,7 @@ local function grp()
       if head[1] == g then
         redis.call('PUBLISH', K.base .. ':wake', us_str(at))
       end
-    elseif redis.call('EXISTS', key) == 1 and not (lease and limit > 0 and flight >= limit) then
+    elseif redis.call('EXISTS', key) == 1 and not (limit > 0 and flight >= limit) then
       redis.call('LPUSH', K.ready, TURN .. g)
     else
       redis.call('SREM', K.turn, g)
