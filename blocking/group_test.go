@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -738,6 +739,50 @@ func TestGroupTurnOfADeadConsumer(t *testing.T) {
 		t.Logf("the group's turn came back after %v", time.Since(start).Round(time.Millisecond))
 		if v, err := q.Take(wctx); err != nil || v != "g/1" {
 			t.Fatalf("Take = %q, %v", v, err)
+		}
+	})
+}
+
+// Duplicate modes keep an item's group: a replaced pending item and a
+// debounced one become ready in their group; WithUniqueFor refuses a
+// second offer of the ID whatever its group.
+func TestGroupDuplicateModes(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		q := blocking.New[string](rdb, redistest.QueueName(t))
+		t.Cleanup(func() { _ = q.Close() })
+		dq := delayed.New(q)
+		t.Cleanup(func() { _ = dq.Close() })
+		offerGroups(t, q, 5, "big")
+		for _, v := range []string{"late/old", "late/0"} {
+			if _, err := dq.Offer(ctx, v, 50*time.Millisecond, delayed.WithID("r"), delayed.WithGroup("late"), delayed.WithReplace()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := dq.Offer(ctx, "late/1", 50*time.Millisecond, delayed.WithID("d"), delayed.WithGroup("late"), delayed.WithDebounce(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dq.Offer(ctx, "u/0", 0, delayed.WithID("u"), delayed.WithGroup("u"), delayed.WithUniqueFor(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dq.Offer(ctx, "u/1", 0, delayed.WithID("u"), delayed.WithGroup("other"), delayed.WithUniqueFor(time.Minute)); !errors.Is(err, delayed.ErrDuplicate) {
+			t.Fatalf("a second WithUniqueFor offer: %v, want ErrDuplicate", err)
+		}
+		redistest.WaitFor(t, 10*time.Second, "the delayed items to join their group", func() bool {
+			gs, err := q.Groups(ctx, 0, 10)
+			for _, g := range gs {
+				if g.Key == "late" && g.Ready == 2 {
+					return true
+				}
+			}
+			return err != nil
+		})
+		got := drainBy(t, q, "Take", 8)
+		checkOrderWithin(t, got)
+		pos := slices.Index(got, "late/1")
+		if pos < 0 || pos > 5 {
+			t.Fatalf("late/1 at %d in %v", pos, got)
 		}
 	})
 }
