@@ -103,7 +103,7 @@ func checkOrderWithin(t *testing.T, got []string) {
 
 func TestGroupFairShare(t *testing.T) {
 	t.Parallel()
-	const big, small, groups = 2000, 10, 10
+	const big, small, groups = 300, 10, 10
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		for _, mode := range []string{"Take", "TakeBatch", "Receive", "ReceiveBatch"} {

@@ -65,7 +65,7 @@ package systemtest_test
 // the consumers use a client that refuses the transfer and reclaim scripts
 // (newModelFencedClient), so only RunOnce moves anything.
 //
-// Each check is a fresh queue and up to 40 steps on miniredis, 60 on the
+// Each check is a fresh queue and up to 20 steps on miniredis, 30 on the
 // real server (see run); the number of checks is rapid's (-rapid.checks,
 // 100 by default).
 
@@ -122,14 +122,14 @@ var (
 		delays:       []time.Duration{0, 0, 500 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second},
 		visibilities: []time.Duration{time.Second, 2 * time.Second},
 		maxProbes:    2,
-		maxSteps:     40,
+		maxSteps:     20,
 	}
 	gmOnRedis = gmBackend{
 		real:         true,
 		delays:       []time.Duration{0, 0, time.Hour, 2 * time.Hour},
 		visibilities: []time.Duration{time.Hour},
 		maxProbes:    1,
-		maxSteps:     60,
+		maxSteps:     30,
 	}
 )
 
