@@ -1182,8 +1182,12 @@ local function ready_check(kReady, kPrio, envs)
     return
   end
   for i = 1, #envs do
-    if string.byte(envs[i], 1) == 2 and prio().any(envs) then
-      redis.call('ZCARD', kPrio)
+    if string.byte(envs[i], 1) == 2 then
+      -- Once: prio().any reads every envelope (a loop around it would
+      -- cost a batch of version 2 envelopes quadratic time).
+      if prio().any(envs) then
+        redis.call('ZCARD', kPrio)
+      end
       return
     end
   end
