@@ -194,6 +194,11 @@ func TestGroupUngroupedTakeTheirTurn(t *testing.T) {
 		}
 	}
 	offerGroups(t, q, 3, "b")
+	// The latency reads the groups' first items: it grows while they wait.
+	time.Sleep(20 * time.Millisecond)
+	if st, err := q.Stats(ctx); err != nil || st.Latency < 20*time.Millisecond {
+		t.Fatalf("Stats = %+v, %v; want a latency of the items waiting in groups", st, err)
+	}
 	got := drainBy(t, q, "Take", 104)
 	checkOrderWithin(t, got)
 	pos := map[string]int{}

@@ -49,6 +49,20 @@ if queued > 0 then
     end
   end
 end
+-- Groups (see Groups in prelude.lua): the first item of each of the
+-- largest GROUPS_READ groups; the oldest of a queue of more groups may be
+-- in another one (docs/keys.md, "Groups").
+local GROUPS_READ = 100
+if redis.call('HEXISTS', KEYS[7], 'gready') == 1 then
+  local base = string.sub(KEYS[3], 1, -6)
+  local gs = redis.call('ZREVRANGE', base .. 'gsize', 0, GROUPS_READ - 1)
+  for i = 1, #gs do
+    local first = redis.call('ZRANGE', base .. 'g:' .. gs[i], 0, 0)
+    if first[1] then
+      consider(string.sub(first[1], SEQ_LEN + 1))
+    end
+  end
+end
 local next_due = head_due(KEYS[1], KEYS[2])
 if next_due == math.huge then
   next_due = -1
