@@ -5,7 +5,9 @@
 -- and counts nothing, so a resend counts each item once. A lease of a
 -- group frees its slot in the group (groups_settled).
 --
--- A call that fails changes nothing: every key is read first.
+-- A call that fails changes nothing: every key is read before it is written,
+-- but the in-flight hash, which is written first (its HDEL fails on a key
+-- of the wrong type before anything changed).
 --
 -- KEYS[1] -> redelay:{q}:leases     ZSET  token -> lease deadline ms
 -- KEYS[2] -> redelay:{q}:inflight   HASH  token -> envelope
@@ -16,8 +18,7 @@
 -- Output: per token, 1 when it was held (and is now settled), 0 when gone
 
 redis.call('ZCARD', KEYS[1])
-redis.call('HLEN', KEYS[2])
-count_check(KEYS[3], KEYS[4])
+local grouped = count_check(KEYS[3], KEYS[4], true)
 local out, held = {}, {}
 for i = 1, #ARGV do
   local n = redis.call('HDEL', KEYS[2], ARGV[i])
@@ -30,5 +31,5 @@ if #held > 0 then
   redis.call('ZREM', KEYS[1], unpack(held))
 end
 count_settled(KEYS[3], KEYS[4], 'p', #held)
-groups_settled(KEYS[3], held)
+groups_settled(KEYS[3], held, grouped)
 return out

@@ -221,9 +221,9 @@ func definitions(src string) []definition {
 	return defs
 }
 
-// compose returns src preceded by the definitions of prelude.lua it names,
-// directly or through other definitions, in the prelude's order. A name
-// that appears only in a comment or a string is included too: harmless.
+// compose returns src preceded by the definitions of prelude.lua it names
+// (see names), directly or through other definitions, in the prelude's
+// order.
 func compose(src string) string {
 	defs := definitions(prelude)
 	index := make(map[string]int, len(defs))
@@ -233,7 +233,7 @@ func compose(src string) string {
 	used := make([]bool, len(defs))
 	var visit func(text string)
 	visit = func(text string) {
-		for _, w := range ident.FindAllString(text, -1) {
+		for _, w := range names(text) {
 			if i, ok := index[w]; ok && !used[i] {
 				used[i] = true
 				visit(defs[i].text)
@@ -248,5 +248,59 @@ func compose(src string) string {
 		}
 	}
 	b.WriteString(src)
+	return b.String()
+}
+
+// names returns the identifiers Lua source names that may be top-level
+// definitions of the prelude: not those in comments, nor field names
+// (X.expired names a field of X, not the function expired). Each definition
+// composed into a script is a closure built on every call of it, so a
+// definition named only in a comment or as a field would cost every call.
+// A name that appears only in a string counts (harmless: one closure).
+func names(src string) []string {
+	code := withoutComments(src)
+	var out []string
+	for _, m := range ident.FindAllStringIndex(code, -1) {
+		if i := m[0]; i > 0 && code[i-1] == '.' && (i < 2 || code[i-2] != '.') {
+			continue // a field: X.name (but x..name is a concatenation)
+		}
+		out = append(out, code[m[0]:m[1]])
+	}
+	return out
+}
+
+// withoutComments returns Lua source without its comments: from "--"
+// outside a string literal to the end of the line. (The scripts use no
+// long brackets, [[...]], for strings or comments; TestNoLongBrackets
+// keeps it so.)
+func withoutComments(src string) string {
+	var b strings.Builder
+	b.Grow(len(src))
+	var quote byte // the open string literal's quote, 0 outside one
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && i+1 < len(src) {
+				b.WriteByte(c)
+				i++
+				c = src[i]
+			} else if c == quote || c == '\n' {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '-' && i+1 < len(src) && src[i+1] == '-':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+			if i < len(src) {
+				c = '\n'
+			} else {
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
 	return b.String()
 }

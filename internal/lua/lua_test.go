@@ -1,6 +1,8 @@
 package lua
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,6 +59,74 @@ func TestComposeTakesWhatIsNamed(t *testing.T) {
 	for _, name := range []string{"with_header", "take_ready", "remove_pending"} {
 		if has(offer, name) {
 			t.Errorf("offer.lua has %s, which it does not use", name)
+		}
+	}
+}
+
+// Each definition composed into a script is a closure built on every call,
+// so compose leaves out names that appear only in comments or as fields,
+// and the hot scripts get no helpers of features they do not reach.
+func TestComposeSkipsCommentsAndFields(t *testing.T) {
+	has := func(src, name string) bool {
+		return regexp.MustCompile(`(?m)^local (function )?` + name + `\b`).MatchString(src)
+	}
+	got := compose("-- now_ms() in a comment\nlocal X = {}\nX.now_ms = 1\nreturn x..now_us() -- be64")
+	if !has(got, "now_us") {
+		t.Error("a call after a concatenation (..) was left out")
+	}
+	for _, name := range []string{"now_ms", "be64"} {
+		if has(got, name) {
+			t.Errorf("compose took %s, named only in a comment or as a field", name)
+		}
+	}
+	if got := compose("return '-- now_ms'"); !has(got, "now_ms") {
+		t.Error(`"--" inside a string was taken for a comment`)
+	}
+	lean := []struct {
+		script, src string
+		without     []string
+	}{
+		// Settling a lease of a queue without groups reads no envelope.
+		{"ack.lua", ackSrc, []string{"prio", "extra", "gtake", "gpush", "story", "ready_push"}},
+		// Take pushes nothing and writes no story.
+		{"pop.lua", popSrc, []string{"gpush", "story", "ready_push", "group_of"}},
+	}
+	for _, c := range lean {
+		got := compose(c.src)
+		for _, name := range c.without {
+			if has(got, name) {
+				t.Errorf("%s is composed with %s, which it does not need", c.script, name)
+			}
+		}
+	}
+}
+
+func TestWithoutComments(t *testing.T) {
+	for in, want := range map[string]string{
+		"a -- b\nc":              "a \nc",
+		"s = '--x' -- y":         "s = '--x' ",
+		`s = "it's -- \" --" --`: `s = "it's -- \" --" `,
+		"-- only":                "",
+		"a\n--b\n--c\nd":         "a\n\n\nd",
+	} {
+		if got := withoutComments(in); got != want {
+			t.Errorf("withoutComments(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNoLongBrackets(t *testing.T) {
+	files, err := filepath.Glob("*.lua")
+	if err != nil || len(files) < 30 {
+		t.Fatalf("the scripts: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "[[") || strings.Contains(string(b), "[=") {
+			t.Errorf("%s uses a long bracket, which withoutComments does not read", f)
 		}
 	}
 }

@@ -3,8 +3,9 @@
 -- item is already due and nothing pending (delayed or retry) is due before
 -- it. The items are taken in order and the outcome is the same as offering
 -- them one by one, but the fixed costs are paid once per call: one TIME,
--- one duplicate lookup (HMGET), one head read per set, one counter bump, one
--- ZADD, one HSET, at most one LPUSH and one PUBLISH. Callers send one item,
+-- one duplicate lookup (HMGET), one head read per set (none when every item
+-- is ready now), one counter bump, one ZADD, one HSET, at most one LPUSH
+-- and one PUBLISH. Callers send one item,
 -- the offers that concurrent callers queued meanwhile, or a chunk of
 -- OfferBatch; they bound the count (a few hundred).
 --
@@ -87,7 +88,13 @@ if #lookup > 0 then
     end
   end
 end
-local head = head_due(KEYS[1], KEYS[5])
+-- The head of the pending sets matters only to items that may wait in them:
+-- a call of items all ready now (blocking.Queue.Offer) neither reads nor
+-- writes the sets.
+local head = math.huge
+if #lookup > 0 then
+  head = head_due(KEYS[1], KEYS[5])
+end
 
 -- Decide each item's fate in order, as single offers would: due items go to
 -- the ready list only while nothing pending (including items of this call)

@@ -33,7 +33,7 @@ if ARGV[2] ~= '' and ARGV[2] ~= PRIO_MARKER then
   -- A group's turn: the group's next item first.
   taken = {}
   if redis.call('LREM', KEYS[3], 1, ARGV[2]) == 1 and is_turn(ARGV[2]) then
-    local G = grp()
+    local G = gtake()
     taken[1] = G.take(G.keys(KEYS[1]), string.sub(ARGV[2], 3), false)
   end
   local more = take_ready(KEYS[1], KEYS[2], tonumber(ARGV[1]) - #taken, false)

@@ -397,6 +397,17 @@ local function extra()
     return pending + X.ready_len(kReady, kPrio, upto - pending)
   end
 
+  -- X.group returns env's group key (blocking.WithGroup: extension tag
+  -- 3), nil when it has none.
+  local GROUP_TAG = 3
+  function X.group(env)
+    local pos, len = X.ext_value(env, GROUP_TAG)
+    if not pos then
+      return nil
+    end
+    return string.sub(env, pos, pos + len - 1)
+  end
+
   extra_fns = X
   return X
 end
@@ -780,7 +791,7 @@ local function take_raw(kReady, kPrio, n, marked)
 end
 
 -- Groups (blocking.WithGroup). An item's group is extension tag 3 of a
--- version 2 envelope (GROUP_TAG); once a queue has had a grouped item (its
+-- version 2 envelope (X.group); once a queue has had a grouped item (its
 -- meta hash's 'groups'), items without one are the group '' (they take
 -- their turn as one group). A ready item of group g is not in the ready
 -- list but in g's own sorted set (<base>:g:<g>), scored like the priority
@@ -805,7 +816,6 @@ end
 --                  between two delivery starts of a group)
 -- Every entry of a group leaves these when the group is empty and idle,
 -- but for gpaused (an operator's choice) and gwait (until its time).
-local GROUP_TAG = 3
 local TURN = '\0\1'
 
 -- TURN_HOLD is how long a turn may sit in the claimed list before the
@@ -817,21 +827,14 @@ local function is_turn(b)
   return string.byte(b, 1) == 0 and string.byte(b, 2) == 1
 end
 
--- group_of returns env's group key, nil when it has none.
-local function group_of(env)
-  if string.byte(env, 1) ~= 2 then
-    return nil
-  end
-  local pos, len = extra().ext_value(env, GROUP_TAG)
-  if not pos then
-    return nil
-  end
-  return string.sub(env, pos, pos + len - 1)
-end
-
 local grp_fns
--- grp returns the group helpers, built once per script run, and only by a
--- script run that meets a group.
+-- grp returns the helpers every script that meets a group needs (its keys,
+-- its limits, a turn, the end of a lease, the end of a rate-limit wait),
+-- built once per script run, and only by a run that meets a group. They
+-- name nothing of this prelude but TURN, so that the scripts that only
+-- settle leases (ack.lua) are composed with little more than they had
+-- before groups: each definition composed into a script is a closure built
+-- on every call. gtake() adds the take, gpush() the push.
 local function grp()
   if grp_fns then
     return grp_fns
@@ -886,6 +889,159 @@ local function grp()
     end
   end
 
+  -- G.settled ends a lease of group g: one less in flight and in the
+  -- group (an item that goes back to the group was pushed again), and a
+  -- turn if that lets the group deliver.
+  function G.settled(K, g)
+    if redis.call('HINCRBY', K.flight, g, -1) <= 0 then
+      redis.call('HDEL', K.flight, g)
+    end
+    G.shrink(K, g, 1)
+    if redis.call('EXISTS', G.items(K, g)) == 1 then
+      G.turn(K, g)
+    end
+  end
+
+  -- G.lift moves the groups whose rate-limit wait is over (at now µs)
+  -- back into the round: at most limit of them. It returns when the next
+  -- wait ends (µs), or math.huge.
+  function G.lift(K, now, limit)
+    local due = redis.call('ZRANGEBYSCORE', K.wait, '-inf', string.format('%.0f', now), 'LIMIT', 0, limit)
+    if #due > 0 then
+      redis.call('ZREM', K.wait, unpack(due))
+      for i = 1, #due do
+        if redis.call('EXISTS', G.items(K, due[i])) == 1 then
+          G.turn(K, due[i])
+        end
+      end
+    end
+    local head = redis.call('ZRANGE', K.wait, 0, 0, 'WITHSCORES')
+    return tonumber(head[2]) or math.huge
+  end
+
+  -- G.untoken ends the leases of tokens held by groups (each settled:
+  -- G.settled); tokens of ungrouped leases are skipped.
+  function G.untoken(K, tokens)
+    if #tokens == 0 then
+      return
+    end
+    local gs = redis.call('HMGET', K.tok, unpack(tokens))
+    local held = {}
+    for i = 1, #tokens do
+      if gs[i] then
+        held[#held + 1] = tokens[i]
+      end
+    end
+    if #held == 0 then
+      return
+    end
+    redis.call('HDEL', K.tok, unpack(held))
+    for i = 1, #tokens do
+      if gs[i] then
+        G.settled(K, gs[i])
+      end
+    end
+  end
+
+  grp_fns = G
+  return G
+end
+
+-- gtake returns grp() with the helpers that take from groups (G.take,
+-- G.resolve), added on first use. (It names few other definitions: each is
+-- an upvalue its closure finds on every call of the scripts that take.)
+local function gtake()
+  local G = grp()
+  if G.take then
+    return G
+  end
+
+  -- G.take takes the first item of group g for a turn popped off the
+  -- ready list: nil when the group may not deliver (the turn is dropped:
+  -- what lets it deliver again gives it a new one). lease: the item is
+  -- leased (it counts against the group's limits, and starts its rate
+  -- wait); otherwise Take delivers it for good, holding nothing in flight.
+  -- A group at its concurrency limit has no turn, for Take as for a lease.
+  function G.take(K, g, lease)
+    local key = G.items(K, g)
+    local limit, interval = G.limits(K)
+    local flight = 0
+    if limit > 0 then
+      flight = tonumber(redis.call('HGET', K.flight, g) or '0')
+    end
+    if redis.call('SISMEMBER', K.paused, g) == 1 or (limit > 0 and flight >= limit) then
+      redis.call('SREM', K.turn, g)
+      return nil
+    end
+    local p = redis.call('ZPOPMIN', key)
+    if not p[1] then
+      redis.call('SREM', K.turn, g)
+      return nil
+    end
+    redis.call('HINCRBY', K.meta, 'gready', -1)
+    if lease then
+      flight = redis.call('HINCRBY', K.flight, g, 1)
+    else
+      G.shrink(K, g, 1)
+    end
+    if lease and interval > 0 then
+      redis.call('SREM', K.turn, g)
+      local t = redis.call('TIME')
+      local at = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]) + interval)
+      redis.call('ZADD', K.wait, at, g)
+      local head = redis.call('ZRANGE', K.wait, 0, 0)
+      if head[1] == g then
+        redis.call('PUBLISH', K.base .. ':wake', at)
+      end
+    elseif redis.call('EXISTS', key) == 1 and not (limit > 0 and flight >= limit) then
+      redis.call('LPUSH', K.ready, TURN .. g)
+    else
+      redis.call('SREM', K.turn, g)
+    end
+    return string.sub(p[1], SEQ_LEN + 1)
+  end
+
+  -- G.resolve replaces the turns in out (entries popped off the ready list)
+  -- with their groups' items, and takes more while turns gave none and the
+  -- list has entries, up to n. It returns the items and, by position, the
+  -- group each came from (nil: the ready list's own).
+  function G.resolve(kReady, kPrio, n, out, lease)
+    local K = G.keys(kReady)
+    local items, groups = {}, {}
+    while true do
+      local gave = 0
+      for i = 1, #out do
+        local e = out[i]
+        if is_turn(e) then
+          local g = string.sub(e, 3)
+          local env = G.take(K, g, lease)
+          if env then
+            items[#items + 1] = env
+            groups[#items] = g
+          end
+        else
+          items[#items + 1] = e
+        end
+        gave = gave + 1
+      end
+      if #items >= n or gave == 0 then
+        break
+      end
+      out = take_raw(kReady, kPrio, n - #items, false)
+    end
+    return items, groups
+  end
+
+  return G
+end
+
+-- gpush returns grp() with G.push, added on first use.
+local function gpush()
+  local G = grp()
+  if G.push then
+    return G
+  end
+
   -- G.push puts the grouped items of envs (those with a group, and, when
   -- grouped, those without: group '') in their groups, at the back (or,
   -- head, the front, the last of envs first), and returns the others.
@@ -894,7 +1050,7 @@ local function grp()
     for i = 1, #envs do
       local e, g = envs[i], nil
       if is_envelope(e) then
-        g = group_of(e)
+        g = string.byte(e, 1) == 2 and extra().group(e) or nil
         if g == nil and grouped then
           g = ''
         end
@@ -934,167 +1090,19 @@ local function grp()
     return rest
   end
 
-  -- G.take takes the first item of group g for a turn popped off the
-  -- ready list: nil when the group may not deliver (the turn is dropped:
-  -- what lets it deliver again gives it a new one). lease: the item is
-  -- leased (it counts against the group's limits, and starts its rate
-  -- wait); otherwise Take delivers it for good, holding nothing in flight.
-  -- A group at its concurrency limit has no turn, for Take as for a lease.
-  function G.take(K, g, lease)
-    local key = G.items(K, g)
-    local limit, interval = G.limits(K)
-    local flight = 0
-    if limit > 0 then
-      flight = tonumber(redis.call('HGET', K.flight, g) or '0')
-    end
-    if redis.call('SISMEMBER', K.paused, g) == 1 or (limit > 0 and flight >= limit) then
-      redis.call('SREM', K.turn, g)
-      return nil
-    end
-    local p = redis.call('ZPOPMIN', key)
-    if not p[1] then
-      redis.call('SREM', K.turn, g)
-      return nil
-    end
-    redis.call('HINCRBY', K.meta, 'gready', -1)
-    if lease then
-      flight = redis.call('HINCRBY', K.flight, g, 1)
-    else
-      G.shrink(K, g, 1)
-    end
-    if lease and interval > 0 then
-      redis.call('SREM', K.turn, g)
-      local at = now_us() + interval
-      redis.call('ZADD', K.wait, us_str(at), g)
-      local head = redis.call('ZRANGE', K.wait, 0, 0)
-      if head[1] == g then
-        redis.call('PUBLISH', K.base .. ':wake', us_str(at))
-      end
-    elseif redis.call('EXISTS', key) == 1 and not (limit > 0 and flight >= limit) then
-      redis.call('LPUSH', K.ready, TURN .. g)
-    else
-      redis.call('SREM', K.turn, g)
-    end
-    return string.sub(p[1], SEQ_LEN + 1)
-  end
-
-  -- G.settled ends a lease of group g: one less in flight and in the
-  -- group (an item that goes back to the group was pushed again), and a
-  -- turn if that lets the group deliver.
-  function G.settled(K, g)
-    if redis.call('HINCRBY', K.flight, g, -1) <= 0 then
-      redis.call('HDEL', K.flight, g)
-    end
-    G.shrink(K, g, 1)
-    if redis.call('EXISTS', G.items(K, g)) == 1 then
-      G.turn(K, g)
-    end
-  end
-
-  -- G.lift moves the groups whose rate-limit wait is over (at now µs)
-  -- back into the round: at most limit of them. It returns when the next
-  -- wait ends (µs), or math.huge.
-  function G.lift(K, now, limit)
-    local due = redis.call('ZRANGEBYSCORE', K.wait, '-inf', us_str(now), 'LIMIT', 0, limit)
-    if #due > 0 then
-      redis.call('ZREM', K.wait, unpack(due))
-      for i = 1, #due do
-        if redis.call('EXISTS', G.items(K, due[i])) == 1 then
-          G.turn(K, due[i])
-        end
-      end
-    end
-    local head = redis.call('ZRANGE', K.wait, 0, 0, 'WITHSCORES')
-    return tonumber(head[2]) or math.huge
-  end
-
-  -- G.resolve replaces the turns in out (entries popped off the ready list)
-  -- with their groups' items, and takes more while turns gave none and the
-  -- list has entries, up to n. It returns the items and, by position, the
-  -- group each came from (nil: the ready list's own).
-  function G.resolve(kReady, kPrio, n, out, lease)
-    local K = G.keys(kReady)
-    local items, groups = {}, {}
-    while true do
-      local gave = 0
-      for i = 1, #out do
-        local e = out[i]
-        if is_turn(e) then
-          local g = string.sub(e, 3)
-          local env = G.take(K, g, lease)
-          if env then
-            items[#items + 1] = env
-            groups[#items] = g
-          end
-        else
-          items[#items + 1] = e
-        end
-        gave = gave + 1
-      end
-      if #items >= n or gave == 0 then
-        break
-      end
-      out = take_raw(kReady, kPrio, n - #items, false)
-    end
-    return items, groups
-  end
-
-  -- G.untoken ends the leases of tokens held by groups (each settled:
-  -- G.settled); tokens of ungrouped leases are skipped.
-  function G.untoken(K, tokens)
-    if #tokens == 0 or redis.call('EXISTS', K.tok) == 0 then
-      return
-    end
-    local gs = redis.call('HMGET', K.tok, unpack(tokens))
-    local held = {}
-    for i = 1, #tokens do
-      if gs[i] then
-        held[#held + 1] = tokens[i]
-      end
-    end
-    if #held == 0 then
-      return
-    end
-    redis.call('HDEL', K.tok, unpack(held))
-    for i = 1, #tokens do
-      if gs[i] then
-        G.settled(K, gs[i])
-      end
-    end
-  end
-
-  grp_fns = G
   return G
 end
 
--- group_route puts the grouped items of envs in their groups (G.push) and
--- returns the others, for the ready list. A queue that never had a grouped
--- item pays one HEXISTS per call.
-local function group_route(kReady, envs, head)
-  if #envs == 0 then
-    return envs
-  end
-  local any = false
-  for i = 1, #envs do
-    if string.byte(envs[i], 1) == 2 and group_of(envs[i]) then
-      any = true
-      break
-    end
-  end
-  local grouped = redis.call('HEXISTS', string.sub(kReady, 1, -6) .. 'meta', 'groups') == 1
-  if not any and not grouped then
-    return envs
-  end
-  local G = grp()
-  return G.push(G.keys(kReady), envs, head, grouped)
-end
-
 -- groups_settled ends group leases among tokens (G.untoken), for the
--- scripts that settle leases; kMeta is the queue's meta hash. A queue
--- without grouped leases pays one EXISTS.
-local function groups_settled(kMeta, tokens)
+-- scripts that settle leases; kMeta is the queue's meta hash. grouped: the
+-- caller's answer to whether the queue has had a grouped item
+-- (count_check's): false costs nothing; nil: one EXISTS tells.
+local function groups_settled(kMeta, tokens, grouped)
+  if #tokens == 0 or grouped == false then
+    return
+  end
   local base = string.sub(kMeta, 1, -5)
-  if #tokens == 0 or redis.call('EXISTS', base .. 'gtok') == 0 then
+  if grouped == nil and redis.call('EXISTS', base .. 'gtok') == 0 then
     return
   end
   local G = grp()
@@ -1103,26 +1111,29 @@ end
 
 -- take_ready takes up to n ready items in take order (take_raw), each turn
 -- of a group met on the way replaced by that group's next item (G.resolve).
--- It returns the items and, by position, the group of each that came from
--- one. lease: the items are leased (they count against the groups'
--- limits), not delivered for good. A queue without groups pays one pass
--- over what it popped.
+-- It returns the items and, when a turn was met, by position, the group of
+-- each that came from one (nil otherwise). lease: the items are leased
+-- (they count against the groups' limits), not delivered for good. A queue
+-- without groups pays one pass over what it popped.
 local function take_ready(kReady, kPrio, n, marked, lease)
   local out = take_raw(kReady, kPrio, n, marked)
   for i = 1, #out do
     if is_turn(out[i]) then
-      return grp().resolve(kReady, kPrio, n, out, lease)
+      return gtake().resolve(kReady, kPrio, n, out, lease)
     end
   end
-  return out, {}
+  return out
 end
 
--- ready_push makes envs ready: those of priority 0 go to the ready list,
--- the others to the priority set (kPrio; kSeq numbers them, or, nil,
--- their band's scores place them: see P.push). head: they go first in
--- line (an item given back), the last of envs first; otherwise last in
--- line. The caller has read kReady's type, and kPrio's (with a read) when
--- envs has priorities or head is true.
+-- list_push makes envs ready as they are, without their groups: those of
+-- priority 0 go to the ready list, the others to the priority set (kPrio;
+-- kSeq numbers them, or, nil, their band's scores place them: see P.push).
+-- head: they go first in line (an item given back), the last of envs
+-- first; otherwise last in line. The caller has read kReady's type, and
+-- kPrio's (with a read) when envs has priorities or head is true. Callers
+-- use ready_push, but for entries that were popped off the ready list and
+-- go back to it (a claimed entry given back: a turn, the marker, or an item
+-- that was in the list), which never belong in a group's set.
 --
 -- First in line is the ready list's tail, where the marker is: the marker
 -- is taken off before the push and put back after it while the priority
@@ -1131,8 +1142,7 @@ end
 -- stands for one at the tail. So the list never holds a marker but at its
 -- tail, nor two (X.ready_len counts on it). For a queue without priorities
 -- a give-back is two commands (LINDEX, RPUSH).
-local function ready_push(kReady, kPrio, kSeq, envs, head)
-  envs = group_route(kReady, envs, head)
+local function list_push(kReady, kPrio, kSeq, envs, head)
   for i = 1, #envs do
     if string.byte(envs[i], 1) == 2 then
       if prio().any(envs) then
@@ -1170,6 +1180,31 @@ local function ready_push(kReady, kPrio, kSeq, envs, head)
   if marked and redis.call('ZCARD', kPrio) > 0 then
     redis.call('RPUSH', kReady, PRIO_MARKER)
   end
+end
+
+-- ready_push makes envs ready (list_push), but for the items of groups,
+-- which go to their groups (G.push), as does every item once the queue has
+-- had a grouped one (group ''). grouped: whether it has (its meta hash's
+-- 'groups'), when the caller read it already; nil: one HEXISTS reads it.
+local function ready_push(kReady, kPrio, kSeq, envs, head, grouped)
+  if #envs == 0 then
+    return
+  end
+  if grouped == nil then
+    grouped = redis.call('HEXISTS', string.sub(kReady, 1, -6) .. 'meta', 'groups') == 1
+  end
+  local any = grouped
+  for i = 1, #envs do
+    if any then
+      break
+    end
+    any = string.byte(envs[i], 1) == 2 and extra().group(envs[i]) ~= nil
+  end
+  if any then
+    local G = gpush()
+    envs = G.push(G.keys(kReady), envs, head, grouped)
+  end
+  list_push(kReady, kPrio, kSeq, envs, head)
 end
 
 -- ready_check reads the types of the ready list and of the priority set
@@ -1241,9 +1276,16 @@ local HISTORY_MINUTES = 1440
 
 -- count_check reads the keys count_settled writes, before a script's first
 -- write: a key of another type fails the call while it has changed nothing.
-local function count_check(kMeta, kHist)
-  redis.call('HLEN', kMeta)
+-- grouped: the read of the meta hash is that of its 'groups' flag, and the
+-- answer whether the queue has had a grouped item (groups_settled,
+-- ready_push); otherwise it is HLEN, O(1) where a field is a scan of the
+-- small hash.
+local function count_check(kMeta, kHist, grouped)
   redis.call('HLEN', kHist)
+  if grouped then
+    return redis.call('HEXISTS', kMeta, 'groups') == 1
+  end
+  redis.call('HLEN', kMeta)
 end
 
 -- count_settled counts n items settled as kind: 'p' processed (acked, or

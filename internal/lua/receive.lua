@@ -97,7 +97,7 @@ local function give_back()
   if ARGV[4] ~= '' then
     ready_check(KEYS[1], KEYS[7])
     if redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
-      ready_push(KEYS[1], KEYS[7], nil, {ARGV[4]}, true) -- never of priority: it was in the ready list
+      list_push(KEYS[1], KEYS[7], nil, {ARGV[4]}, true) -- it was in the ready list: never of priority, nor of a group's set
     end
   end
 end
@@ -145,7 +145,7 @@ end
 -- Type checks: every key written below is read first.
 redis.call('ZCARD', KEYS[2])
 redis.call('LLEN', KEYS[5])
-local envs, groups, marked = {}, {}, false
+local envs, groups, marked = {}, nil, false -- groups: by position, once one came from a group
 if ARGV[4] ~= '' then
   redis.call('LLEN', KEYS[1])
   if ARGV[4] == PRIO_MARKER then
@@ -154,10 +154,12 @@ if ARGV[4] ~= '' then
     marked = true
   elseif redis.call('LREM', KEYS[4], 1, ARGV[4]) == 1 then
     if is_turn(ARGV[4]) then
-      local G = grp()
+      local G = gtake()
       local g = string.sub(ARGV[4], 3)
       envs[1] = G.take(G.keys(KEYS[1]), g, true)
-      groups[1] = g
+      if envs[1] then
+        groups = {g}
+      end
     else
       envs[1] = ARGV[4]
     end
@@ -167,7 +169,12 @@ local more, mgroups = take_ready(KEYS[1], KEYS[7], max - #envs, marked, true)
 local skip = #envs
 for i = 1, #more do
   envs[#envs + 1] = more[i]
-  groups[skip + i] = mgroups[i]
+end
+if mgroups then
+  groups = groups or {}
+  for i = 1, #more do
+    groups[skip + i] = mgroups[i]
+  end
 end
 if #envs == 0 then
   return false
@@ -177,7 +184,10 @@ local now = now_ms()
 local deadline = now + tonumber(ARGV[1])
 local deadlines = ARGV[8] ~= '0'
 local out, leases, inflight, dead = {}, {}, {}, {}
-local gtoks, gone = {}, {}
+local gtoks, gone -- the leases and the expired items of groups
+if groups then
+  gtoks, gone = {}, {}
+end
 local n = 0
 for i = 1, #envs do
   local env = envs[i]
@@ -185,13 +195,13 @@ for i = 1, #envs do
     dead[#dead + 1] = story().dead_letter(env, 'expired', 'expired', attempt_of(env))
     out[#out + 1] = '!'
     out[#out + 1] = envelope_id(env) or ''
-    if groups[i] then
+    if groups and groups[i] then
       gone[#gone + 1] = groups[i]
     end
   elseif is_envelope(env) then
     local token = tok(n)
     n = n + 1
-    if groups[i] then
+    if groups and groups[i] then
       gtoks[#gtoks + 1] = token
       gtoks[#gtoks + 1] = groups[i]
     end
@@ -211,10 +221,10 @@ if #dead > 0 then
   redis.call('LPUSH', KEYS[5], unpack(dead))
   dead_bound(KEYS[6], KEYS[5])
 end
-if #gtoks > 0 then
+if gtoks and #gtoks > 0 then
   redis.call('HSET', string.sub(KEYS[6], 1, -5) .. 'gtok', unpack(gtoks))
 end
-if #gone > 0 then
+if gone and #gone > 0 then
   local G = grp()
   local K = G.keys(KEYS[1])
   for i = 1, #gone do

@@ -56,7 +56,7 @@ local seen = redis.call('HGETALL', KEYS[6])
 ready_check(KEYS[3], KEYS[8])
 redis.call('LLEN', KEYS[7])
 seq_check(KEYS[9])
-count_check(KEYS[4], KEYS[10])
+local grouped = count_check(KEYS[4], KEYS[10], true)
 local envs = {}
 if #tokens > 0 then
   envs = redis.call('HMGET', KEYS[2], unpack(tokens))
@@ -97,10 +97,10 @@ if #back > 0 then
   for i = #back, 1, -1 do
     rev[#rev + 1] = back[i]
   end
-  ready_push(KEYS[3], KEYS[8], KEYS[9], rev, true)
+  ready_push(KEYS[3], KEYS[8], KEYS[9], rev, true, grouped)
 end
 out[1] = #back
-groups_settled(KEYS[4], held)
+groups_settled(KEYS[4], held, grouped)
 if #dead > 0 then
   redis.call('LPUSH', KEYS[7], unpack(dead))
   out[6] = #dead
@@ -135,7 +135,7 @@ if #claimed > 0 or #seen > 0 then
       redis.call('HDEL', KEYS[6], env)
     end
   end
-  ready_push(KEYS[3], KEYS[8], KEYS[9], given, true)
+  list_push(KEYS[3], KEYS[8], KEYS[9], given, true) -- they were in the ready list
   out[5] = #given
 end
 

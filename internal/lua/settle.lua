@@ -60,7 +60,7 @@ redis.call('ZCARD', KEYS[1])
 ready_check(KEYS[5], KEYS[8])
 redis.call('LLEN', KEYS[6])
 seq_check(KEYS[9])
-count_check(KEYS[7], KEYS[10])
+local grouped = count_check(KEYS[7], KEYS[10], true)
 local attempt = tonumber(ARGV[5])
 local dead = ARGV[9] == 'dead' or attempt >= max
 local head = math.huge
@@ -71,7 +71,7 @@ end
 if token ~= '' then
   redis.call('HDEL', KEYS[2], token)
   redis.call('ZREM', KEYS[1], token)
-  groups_settled(KEYS[7], {token})
+  groups_settled(KEYS[7], {token}, grouped)
 end
 count_settled(KEYS[7], KEYS[10], 'f', 1)
 if dead then
@@ -91,7 +91,7 @@ local us = now_us()
 local due_us = us + tonumber(ARGV[4])
 env = with_due(with_attempt(story().with_failure(env, ARGV[3], ARGV[3]), attempt), math.floor(due_us / 1000))
 if due_us <= us and head > due_us then
-  ready_push(KEYS[5], KEYS[8], KEYS[9], {env}, false)
+  ready_push(KEYS[5], KEYS[8], KEYS[9], {env}, false, grouped)
   return {2, max}
 end
 local nonce = token

@@ -5,7 +5,7 @@
 --
 -- KEYS[1] -> redelay:{q}:claimed    LIST
 -- KEYS[2] -> redelay:{q}:ready      LIST
--- KEYS[3] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (ready_push)
+-- KEYS[3] -> redelay:{q}:prio       ZSET  ready items of priority 1..9 (list_push)
 -- KEYS[4] -> redelay:{q}:seq        STRING counter
 -- ARGV[1] -> the item's bytes
 --
@@ -15,5 +15,5 @@ ready_check(KEYS[2], KEYS[3]) -- type checks before the first write
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
-ready_push(KEYS[2], KEYS[3], KEYS[4], {ARGV[1]}, true)
+list_push(KEYS[2], KEYS[3], KEYS[4], {ARGV[1]}, true) -- it was in the ready list
 return 1
