@@ -736,60 +736,6 @@ local function prio()
   return P
 end
 
--- take_raw takes up to n entries of the ready list in take order: the
--- priority set's first, then the ready list's, turns of groups as they are.
--- While the priority set is empty, so is the ready list of markers, and
--- this is one RPOP: a queue that never had an item of priority pays
--- nothing for priorities. marked: the caller's blocking wait returned the
--- marker (so the set likely holds items).
-local function take_raw(kReady, kPrio, n, marked)
-  if n <= 0 then
-    return {}
-  end
-  if marked then
-    return prio().take(kReady, kPrio, n, {})
-  end
-  local popped = redis.call('RPOP', kReady, n)
-  if not popped then
-    return {}
-  end
-  local m
-  for i = 1, #popped do
-    if popped[i] == PRIO_MARKER then
-      m = i
-      break
-    end
-  end
-  if not m then
-    return popped
-  end
-  -- The priority set holds items: they come before what was popped past
-  -- the marker, which goes back (unless the set's key is of the wrong
-  -- type: then everything goes back, and the call fails).
-  local card = redis.pcall('ZCARD', kPrio)
-  if type(card) == 'table' and card.err then
-    local all = {}
-    for i = #popped, 1, -1 do
-      all[#all + 1] = popped[i]
-    end
-    redis.call('RPUSH', kReady, unpack(all))
-    error(card)
-  end
-  local out, back = {}, {}
-  for i = 1, m - 1 do
-    out[#out + 1] = popped[i]
-  end
-  for i = #popped, m + 1, -1 do
-    if popped[i] ~= PRIO_MARKER then
-      back[#back + 1] = popped[i]
-    end
-  end
-  if #back > 0 then
-    redis.call('RPUSH', kReady, unpack(back))
-  end
-  return prio().take(kReady, kPrio, n, out, card)
-end
-
 -- Groups (blocking.WithGroup). An item's group is extension tag 3 of a
 -- version 2 envelope (X.group); once a queue has had a grouped item (its
 -- meta hash's 'groups'), items without one are the group '' (they take
@@ -1002,10 +948,11 @@ local function gtake()
   end
 
   -- G.resolve replaces the turns in out (entries popped off the ready list)
-  -- with their groups' items, and takes more while turns gave none and the
-  -- list has entries, up to n. It returns the items and, by position, the
-  -- group each came from (nil: the ready list's own).
-  function G.resolve(kReady, kPrio, n, out, lease)
+  -- with their groups' items, and takes more (take: take_ready, which
+  -- names this builder) while turns gave none and the list has entries, up
+  -- to n. It returns the items and, by position, the group each came from
+  -- (nil: the ready list's own).
+  function G.resolve(kReady, kPrio, n, out, lease, take)
     local K = G.keys(kReady)
     local items, groups = {}, {}
     while true do
@@ -1027,7 +974,7 @@ local function gtake()
       if #items >= n or gave == 0 then
         break
       end
-      out = take_raw(kReady, kPrio, n - #items, false)
+      out = take(kReady, kPrio, n - #items, false, lease, true)
     end
     return items, groups
   end
@@ -1109,17 +1056,71 @@ local function groups_settled(kMeta, tokens, grouped)
   G.untoken(G.keys(base .. 'ready'), tokens)
 end
 
--- take_ready takes up to n ready items in take order (take_raw), each turn
--- of a group met on the way replaced by that group's next item (G.resolve).
--- It returns the items and, when a turn was met, by position, the group of
--- each that came from one (nil otherwise). lease: the items are leased
--- (they count against the groups' limits), not delivered for good. A queue
--- without groups pays one pass over what it popped.
-local function take_ready(kReady, kPrio, n, marked, lease)
-  local out = take_raw(kReady, kPrio, n, marked)
-  for i = 1, #out do
-    if is_turn(out[i]) then
-      return gtake().resolve(kReady, kPrio, n, out, lease)
+-- take_ready takes up to n ready items in take order: the priority set's
+-- first, then the ready list's, each turn of a group met on the way
+-- replaced by that group's next item (G.resolve) unless raw (then turns
+-- come as they are). While the priority set is empty, so is the ready list
+-- of markers, and this is one RPOP and one pass over what it popped: a
+-- queue that never had an item of priority or of a group pays nothing more
+-- for them. marked: the caller's blocking wait returned the marker (so the
+-- set likely holds items). lease: the items are leased (they count against
+-- the groups' limits), not delivered for good. It returns the items and,
+-- when a turn was met, by position, the group of each that came from one
+-- (nil otherwise).
+local function take_ready(kReady, kPrio, n, marked, lease, raw)
+  if n <= 0 then
+    return {}
+  end
+  local out
+  if marked then
+    out = prio().take(kReady, kPrio, n, {})
+  else
+    out = redis.call('RPOP', kReady, n)
+    if not out then
+      return {}
+    end
+    local m
+    for i = 1, #out do
+      if out[i] == PRIO_MARKER then
+        m = i
+        break
+      end
+    end
+    if m then
+      -- The priority set holds items: they come before what was popped
+      -- past the marker, which goes back (unless the set's key is of the
+      -- wrong type: then everything goes back, and the call fails).
+      local popped = out
+      local card = redis.pcall('ZCARD', kPrio)
+      if type(card) == 'table' and card.err then
+        local all = {}
+        for i = #popped, 1, -1 do
+          all[#all + 1] = popped[i]
+        end
+        redis.call('RPUSH', kReady, unpack(all))
+        error(card)
+      end
+      local back = {}
+      out = {}
+      for i = 1, m - 1 do
+        out[#out + 1] = popped[i]
+      end
+      for i = #popped, m + 1, -1 do
+        if popped[i] ~= PRIO_MARKER then
+          back[#back + 1] = popped[i]
+        end
+      end
+      if #back > 0 then
+        redis.call('RPUSH', kReady, unpack(back))
+      end
+      out = prio().take(kReady, kPrio, n, out, card)
+    end
+  end
+  if not raw then
+    for i = 1, #out do
+      if is_turn(out[i]) then
+        return gtake().resolve(kReady, kPrio, n, out, lease, take_ready)
+      end
     end
   end
   return out
