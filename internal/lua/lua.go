@@ -242,13 +242,87 @@ func compose(src string) string {
 	}
 	visit(src)
 	var b strings.Builder
+	consts := map[string]string{}
 	for i, d := range defs {
-		if used[i] {
-			b.WriteString(d.text)
+		if !used[i] {
+			continue
 		}
+		if m := constDef.FindStringSubmatch(strings.TrimSpace(withoutComments(d.text))); m != nil {
+			consts[m[1]] = m[2]
+			continue
+		}
+		b.WriteString(d.text)
 	}
 	b.WriteString(src)
+	return inline(b.String(), consts)
+}
+
+// constDef is a definition of a constant: an upper-case name given a
+// decimal integer or a one-line string in single quotes. compose writes the
+// value in place of each use instead (inline): a local that functions use
+// is an upvalue of each of them, which each call of the script finds anew
+// when it builds them (Lua 5.1 folds no constants).
+var constDef = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = ([0-9]+|'(?:[^'\\\n]|\\[0-9]{1,3})*')$`)
+
+// inline returns src with each use of a constant of consts (by name: not a
+// field, nor in a string or a comment) replaced by its value.
+func inline(src string, consts map[string]string) string {
+	if len(consts) == 0 {
+		return src
+	}
+	var b strings.Builder
+	b.Grow(len(src))
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '\'' || c == '"': // a string, to its closing quote
+			j := i + 1
+			for j < len(src) && src[j] != c && src[j] != '\n' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(src))
+			b.WriteString(src[i:j])
+			i = j
+		case c == '-' && i+1 < len(src) && src[i+1] == '-': // a comment
+			j := strings.IndexByte(src[i:], '\n')
+			if j < 0 {
+				j = len(src) - i
+			}
+			b.WriteString(src[i : i+j])
+			i += j
+		case c >= '0' && c <= '9': // a number (its letters are no name)
+			j := i
+			for j < len(src) && (isWordByte(src[j]) || src[j] == '.') {
+				j++
+			}
+			b.WriteString(src[i:j])
+			i = j
+		case isWordByte(c):
+			j := i
+			for j < len(src) && isWordByte(src[j]) {
+				j++
+			}
+			w := src[i:j]
+			field := i > 0 && src[i-1] == '.' && (i < 2 || src[i-2] != '.')
+			if v, ok := consts[w]; ok && !field {
+				w = v
+			}
+			b.WriteString(w)
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
 	return b.String()
+}
+
+// isWordByte tells the bytes of Lua names (and of the letters in numbers).
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // names returns the identifiers Lua source names that may be top-level

@@ -51,7 +51,7 @@ func TestComposeTakesWhatIsNamed(t *testing.T) {
 		t.Fatal("a script that names nothing got definitions")
 	}
 	offer := compose(offerSrc)
-	for _, name := range []string{"lane_replay", "ready_push", "ready_check", "prio", "prio_fns", "read_uvarint", "PRIO_TAG", "seq_bytes"} {
+	for _, name := range []string{"lane_replay", "ready_push", "ready_check", "prio", "prio_fns", "read_uvarint", "seq_bytes"} {
 		if !has(offer, name) {
 			t.Errorf("offer.lua lacks %s", name)
 		}
@@ -128,5 +128,44 @@ func TestNoLongBrackets(t *testing.T) {
 		if strings.Contains(string(b), "[[") || strings.Contains(string(b), "[=") {
 			t.Errorf("%s uses a long bracket, which withoutComments does not read", f)
 		}
+	}
+}
+
+func TestComposeInlinesConstants(t *testing.T) {
+	got := compose("local x = SEQ_LEN + 1 -- SEQ_LEN\nlocal s = 'SEQ_LEN'\nlocal y = X.SEQ_LEN + 0x1F\nreturn PRIO_MARKER .. TURN, y .. PRIO_MAX")
+	want := "local x = 6 + 1 -- SEQ_LEN\nlocal s = 'SEQ_LEN'\nlocal y = X.SEQ_LEN + 0x1F\nreturn '\\0' .. '\\0\\1', y .. 9"
+	if got != want {
+		t.Fatalf("compose =\n%s\nwant\n%s", got, want)
+	}
+	// Every constant of the prelude is one compose inlines, and no local
+	// or parameter anywhere takes its name (inlining would replace it).
+	files, err := filepath.Glob("*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.WriteString(withoutComments(string(b)))
+	}
+	n := 0
+	for _, d := range definitions(prelude) {
+		if d.name != strings.ToUpper(d.name) {
+			continue
+		}
+		n++
+		if !constDef.MatchString(strings.TrimSpace(withoutComments(d.text))) {
+			t.Errorf("the constant %s is no literal that compose inlines", d.name)
+		}
+		declared := regexp.MustCompile(`local\s+` + d.name + `\b|function[^(]*\([^)]*\b` + d.name + `\b`)
+		if c := len(declared.FindAllString(all.String(), -1)); c != 1 {
+			t.Errorf("%s is declared %d times in the scripts and the prelude, want once", d.name, c)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("%d constants in the prelude", n)
 	}
 }
