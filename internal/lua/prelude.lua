@@ -775,7 +775,7 @@ end
 
 local grp_fns
 -- grp returns the helpers every script that meets a group needs (its keys,
--- its limits, a turn, the end of a lease, the end of a rate-limit wait),
+-- its limits, a turn, the end of a lease),
 -- built once per script run, and only by a run that meets a group. They
 -- name nothing of this prelude but TURN, so that the scripts that only
 -- settle leases (ack.lua) are composed with little more than they had
@@ -848,23 +848,6 @@ local function grp()
     end
   end
 
-  -- G.lift moves the groups whose rate-limit wait is over (at now µs)
-  -- back into the round: at most limit of them. It returns when the next
-  -- wait ends (µs), or math.huge.
-  function G.lift(K, now, limit)
-    local due = redis.call('ZRANGEBYSCORE', K.wait, '-inf', string.format('%.0f', now), 'LIMIT', 0, limit)
-    if #due > 0 then
-      redis.call('ZREM', K.wait, unpack(due))
-      for i = 1, #due do
-        if redis.call('EXISTS', G.items(K, due[i])) == 1 then
-          G.turn(K, due[i])
-        end
-      end
-    end
-    local head = redis.call('ZRANGE', K.wait, 0, 0, 'WITHSCORES')
-    return tonumber(head[2]) or math.huge
-  end
-
   -- G.untoken ends the leases of tokens held by groups (each settled:
   -- G.settled); tokens of ungrouped leases are skipped.
   function G.untoken(K, tokens)
@@ -894,8 +877,7 @@ local function grp()
 end
 
 -- gtake returns grp() with the helpers that take from groups (G.take,
--- G.resolve), added on first use. (It names few other definitions: each is
--- an upvalue its closure finds on every call of the scripts that take.)
+-- G.resolve) and end their rate-limit waits (G.lift), added on first use.
 local function gtake()
   local G = grp()
   if G.take then
@@ -932,8 +914,7 @@ local function gtake()
     end
     if lease and interval > 0 then
       redis.call('SREM', K.turn, g)
-      local t = redis.call('TIME')
-      local at = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]) + interval)
+      local at = us_str(now_us() + interval)
       redis.call('ZADD', K.wait, at, g)
       local head = redis.call('ZRANGE', K.wait, 0, 0)
       if head[1] == g then
@@ -977,6 +958,23 @@ local function gtake()
       out = take(kReady, kPrio, n - #items, false, lease, true)
     end
     return items, groups
+  end
+
+  -- G.lift moves the groups whose rate-limit wait is over (at now µs)
+  -- back into the round: at most limit of them. It returns when the next
+  -- wait ends (µs), or math.huge.
+  function G.lift(K, now, limit)
+    local due = redis.call('ZRANGEBYSCORE', K.wait, '-inf', us_str(now), 'LIMIT', 0, limit)
+    if #due > 0 then
+      redis.call('ZREM', K.wait, unpack(due))
+      for i = 1, #due do
+        if redis.call('EXISTS', G.items(K, due[i])) == 1 then
+          G.turn(K, due[i])
+        end
+      end
+    end
+    local head = redis.call('ZRANGE', K.wait, 0, 0, 'WITHSCORES')
+    return tonumber(head[2]) or math.huge
   end
 
   return G

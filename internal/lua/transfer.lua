@@ -99,7 +99,7 @@ end
 -- Groups whose rate limit lets them deliver again get their turn back.
 local wait_due = math.huge
 if redis.call('EXISTS', string.sub(KEYS[3], 1, -6) .. 'gwait') == 1 then
-  local G = grp()
+  local G = gtake()
   wait_due = G.lift(G.keys(KEYS[3]), us, limit)
 end
 
