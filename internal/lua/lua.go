@@ -189,10 +189,7 @@ type definition struct {
 	text string
 }
 
-var (
-	defStart = regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)`)
-	ident    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-)
+var defStart = regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)`)
 
 // definitions splits prelude.lua into its definitions, in order.
 func definitions(src string) []definition {
@@ -270,59 +267,12 @@ func inline(src string, consts map[string]string) string {
 	if len(consts) == 0 {
 		return src
 	}
-	var b strings.Builder
-	b.Grow(len(src))
-	for i := 0; i < len(src); {
-		c := src[i]
-		switch {
-		case c == '\'' || c == '"': // a string, to its closing quote
-			j := i + 1
-			for j < len(src) && src[j] != c && src[j] != '\n' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(src))
-			b.WriteString(src[i:j])
-			i = j
-		case c == '-' && i+1 < len(src) && src[i+1] == '-': // a comment
-			j := strings.IndexByte(src[i:], '\n')
-			if j < 0 {
-				j = len(src) - i
-			}
-			b.WriteString(src[i : i+j])
-			i += j
-		case c >= '0' && c <= '9': // a number (its letters are no name)
-			j := i
-			for j < len(src) && (isWordByte(src[j]) || src[j] == '.') {
-				j++
-			}
-			b.WriteString(src[i:j])
-			i = j
-		case isWordByte(c):
-			j := i
-			for j < len(src) && isWordByte(src[j]) {
-				j++
-			}
-			w := src[i:j]
-			field := i > 0 && src[i-1] == '.' && (i < 2 || src[i-2] != '.')
-			if v, ok := consts[w]; ok && !field {
-				w = v
-			}
-			b.WriteString(w)
-			i = j
-		default:
-			b.WriteByte(c)
-			i++
+	return scan(src, true, func(w string, field bool) string {
+		if v, ok := consts[w]; ok && !field {
+			return v
 		}
-	}
-	return b.String()
-}
-
-// isWordByte tells the bytes of Lua names (and of the letters in numbers).
-func isWordByte(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		return w
+	})
 }
 
 // names returns the identifiers Lua source names that may be top-level
@@ -330,51 +280,76 @@ func isWordByte(c byte) bool {
 // (X.expired names a field of X, not the function expired). Each definition
 // composed into a script is a closure built on every call of it, so a
 // definition named only in a comment or as a field would cost every call.
-// A name that appears only in a string counts (harmless: one closure).
 func names(src string) []string {
-	code := withoutComments(src)
 	var out []string
-	for _, m := range ident.FindAllStringIndex(code, -1) {
-		if i := m[0]; i > 0 && code[i-1] == '.' && (i < 2 || code[i-2] != '.') {
-			continue // a field: X.name (but x..name is a concatenation)
+	scan(src, false, func(w string, field bool) string {
+		if !field {
+			out = append(out, w)
 		}
-		out = append(out, code[m[0]:m[1]])
-	}
+		return w
+	})
 	return out
 }
 
-// withoutComments returns Lua source without its comments: from "--"
-// outside a string literal to the end of the line. (The scripts use no
-// long brackets, [[...]], for strings or comments; TestNoLongBrackets
-// keeps it so.)
-func withoutComments(src string) string {
+// withoutComments returns Lua source without its comments.
+func withoutComments(src string) string { return scan(src, false, nil) }
+
+// scan returns Lua source with each name of its code (not in a string or a
+// comment, nor the letters of a number) replaced by what word returns for
+// it, told whether it is a field (X.name; x..name is a concatenation);
+// word nil keeps every name. Comments (from "--" outside a string to the
+// end of the line) are kept with keepComments, else dropped. The scripts
+// use no long brackets, [[...]], for strings or comments;
+// TestNoLongBrackets keeps it so.
+func scan(src string, keepComments bool, word func(w string, field bool) string) string {
 	var b strings.Builder
 	b.Grow(len(src))
-	var quote byte // the open string literal's quote, 0 outside one
-	for i := 0; i < len(src); i++ {
+	for i := 0; i < len(src); {
 		c := src[i]
+		j := i + 1
 		switch {
-		case quote != 0:
-			if c == '\\' && i+1 < len(src) {
-				b.WriteByte(c)
-				i++
-				c = src[i]
-			} else if c == quote || c == '\n' {
-				quote = 0
+		case c == '\'' || c == '"': // a string, to its closing quote or the line's end
+			for j < len(src) && src[j] != c && src[j] != '\n' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
 			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '-' && i+1 < len(src) && src[i+1] == '-':
-			for i < len(src) && src[i] != '\n' {
-				i++
+			if j < len(src) && src[j] == c {
+				j++
 			}
-			if i < len(src) {
-				c = '\n'
-			} else {
+		case c == '-' && j < len(src) && src[j] == '-': // a comment
+			j = len(src)
+			if k := strings.IndexByte(src[i:], '\n'); k >= 0 {
+				j = i + k
+			}
+			if !keepComments {
+				i = j
+				continue
+			}
+		case c >= '0' && c <= '9': // a number
+			for j < len(src) && (isWordByte(src[j]) || src[j] == '.') {
+				j++
+			}
+		case isWordByte(c): // a name
+			for j < len(src) && isWordByte(src[j]) {
+				j++
+			}
+			if word != nil {
+				field := i > 0 && src[i-1] == '.' && (i < 2 || src[i-2] != '.')
+				b.WriteString(word(src[i:j], field))
+				i = j
 				continue
 			}
 		}
-		b.WriteByte(c)
+		j = min(j, len(src))
+		b.WriteString(src[i:j])
+		i = j
 	}
 	return b.String()
+}
+
+// isWordByte tells the bytes of Lua names (and of the letters in numbers).
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -79,8 +79,11 @@ func TestComposeSkipsCommentsAndFields(t *testing.T) {
 			t.Errorf("compose took %s, named only in a comment or as a field", name)
 		}
 	}
-	if got := compose("return '-- now_ms'"); !has(got, "now_ms") {
+	if got := compose("return '-- x' .. now_ms()"); !has(got, "now_ms") {
 		t.Error(`"--" inside a string was taken for a comment`)
+	}
+	if got := compose("return 'now_ms'"); has(got, "now_ms") {
+		t.Error("compose took now_ms, named only in a string")
 	}
 	lean := []struct {
 		script, src string
