@@ -231,41 +231,53 @@ func groupDrain(b *testing.B, each func(*blocking.Queue[seedtest.BenchValue]) er
 					b.Fatal(err)
 				}
 			}
-			before := readPrioServer(b, rdb)
-			var tq, tb time.Duration
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.StopTimer()
-			for i, done := 0, 0; done < b.N; i++ {
-				k := min(groupChunk, b.N-done)
-				timed := func() {
-					b.StartTimer()
-					tq += groupDrainN(b, q, k, each)
-					b.StopTimer()
-				}
-				if i%2 == 0 {
-					timed()
-					tb += groupDrainN(b, base, k, each)
-				} else {
-					tb += groupDrainN(b, base, k, each)
-					timed()
-				}
-				done += k
-			}
-			// The server's figures cover both queues: per grouped item,
-			// they are the sum of one item of each.
-			after := readPrioServer(b, rdb)
-			b.ReportMetric((after.cpu-before.cpu)*1e6/float64(b.N), "redis-cpu-µs/pair")
-			b.ReportMetric(float64(after.cmds-before.cmds)/float64(b.N), "redis-cmds/pair")
-			rate, baseRate := float64(b.N)/tq.Seconds(), float64(b.N)/tb.Seconds()
-			b.ReportMetric(rate, "items/s")
-			b.ReportMetric(baseRate, "no-groups-items/s")
-			b.ReportMetric(rate/baseRate, "vs-no-groups")
+			groupVersus(b, rdb, groupChunk,
+				func(k int) time.Duration { return groupDrainN(b, q, k, each) },
+				func(k int) time.Duration { return groupDrainN(b, base, k, each) })
 			b.ReportMetric(float64(groupsUsed(b.N+1, groups)), "groups")
 			groupCheckDrained(b, rdb, q, groupsUsed(b.N+1, groups))
 			benchCheckEmpty(b, base)
 		})
 	}
+}
+
+// groupVersus runs b.N items through grouped and through plain, in turns
+// of up to chunk items (each returns how long its turn took; which goes
+// first alternates), the benchmark's timer running for grouped's turns
+// only, and reports their rates, "items/s" and "no-groups-items/s", and
+// "vs-no-groups", grouped's rate over plain's (above 1: grouped is
+// faster); and the server's CPU time and commands over both, per pair of
+// one item of each.
+func groupVersus(b *testing.B, rdb *redis.Client, chunk int, grouped, plain func(k int) time.Duration) {
+	b.Helper()
+	before := readPrioServer(b, rdb)
+	var tq, tb time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	for i, done := 0, 0; done < b.N; i++ {
+		k := min(chunk, b.N-done)
+		timed := func() {
+			b.StartTimer()
+			tq += grouped(k)
+			b.StopTimer()
+		}
+		if i%2 == 0 {
+			timed()
+			tb += plain(k)
+		} else {
+			tb += plain(k)
+			timed()
+		}
+		done += k
+	}
+	after := readPrioServer(b, rdb)
+	b.ReportMetric((after.cpu-before.cpu)*1e6/float64(b.N), "redis-cpu-µs/pair")
+	b.ReportMetric(float64(after.cmds-before.cmds)/float64(b.N), "redis-cmds/pair")
+	rate, baseRate := float64(b.N)/tq.Seconds(), float64(b.N)/tb.Seconds()
+	b.ReportMetric(rate, "items/s")
+	b.ReportMetric(baseRate, "no-groups-items/s")
+	b.ReportMetric(rate/baseRate, "vs-no-groups")
 }
 
 // BenchmarkGroupTake: one op is one Take of a ready item, from
@@ -321,46 +333,16 @@ func BenchmarkGroupOfferBatch(b *testing.B) {
 			if _, err := dbase.OfferBatch(ctx, values[:1], 0); err != nil {
 				b.Fatal(err)
 			}
-			before := readPrioServer(b, rdb)
-			var tq, tb time.Duration
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.StopTimer()
-			for i, done := 0, 0; done < b.N; i++ {
-				k := min(size, b.N-done)
-				grouped := func() {
-					b.StartTimer()
+			offer := func(dq *delayed.Queue[seedtest.BenchValue], opts ...delayed.OfferOption) func(k int) time.Duration {
+				return func(k int) time.Duration {
 					t0 := time.Now()
-					_, err := dq.OfferBatch(ctx, values[:k], 0, delayed.WithGroup(groupKey(0)))
-					tq += time.Since(t0)
-					b.StopTimer()
-					if err != nil {
+					if _, err := dq.OfferBatch(ctx, values[:k], 0, opts...); err != nil {
 						b.Fatal(err)
 					}
+					return time.Since(t0)
 				}
-				plain := func() {
-					t0 := time.Now()
-					_, err := dbase.OfferBatch(ctx, values[:k], 0)
-					tb += time.Since(t0)
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-				if i%2 == 0 {
-					grouped()
-					plain()
-				} else {
-					plain()
-					grouped()
-				}
-				done += k
 			}
-			after := readPrioServer(b, rdb)
-			b.ReportMetric((after.cpu-before.cpu)*1e6/float64(b.N), "redis-cpu-µs/pair")
-			rate, baseRate := float64(b.N)/tq.Seconds(), float64(b.N)/tb.Seconds()
-			b.ReportMetric(rate, "items/s")
-			b.ReportMetric(baseRate, "no-groups-items/s")
-			b.ReportMetric(rate/baseRate, "vs-no-groups")
+			groupVersus(b, rdb, size, offer(dq, delayed.WithGroup(groupKey(0))), offer(dbase))
 			for _, x := range []*blocking.Queue[seedtest.BenchValue]{q, base} {
 				if got, err := x.Size(ctx); err != nil || got != int64(b.N)+1 {
 					b.Fatalf("Size after the offers = %d, %v; want %d", got, err, b.N+1)
