@@ -3,9 +3,13 @@
 -- item is already due and nothing pending (delayed or retry) is due before
 -- it. The items are taken in order and the outcome is the same as offering
 -- them one by one, but the fixed costs are paid once per call: one TIME,
--- one duplicate lookup (HMGET), one head read per set (none when every item
--- is ready now), one counter bump, one ZADD, one HSET, at most one LPUSH
--- and one PUBLISH. Callers send one item,
+-- one duplicate lookup (HMGET; none when every ID was generated), one head
+-- read of the delayed set (none when every item is ready now) and one of
+-- the retry set only when an item may go ahead of it (due now, or earlier
+-- than the delayed set's head), one counter bump, one ZADD, one HSET, at
+-- most one LPUSH and one PUBLISH. A plain delayed offer of a generated ID
+-- behind the earliest pending item is thus TIME, GET and SET of its lane,
+-- ZRANGE, INCRBY, ZADD and HSET. Callers send one item,
 -- the offers that concurrent callers queued meanwhile, or a chunk of
 -- OfferBatch; they bound the count (a few hundred).
 --
@@ -44,7 +48,9 @@
 -- ARGV[7+4k .. 10+4k], one group per item, in offer order:
 --   id
 --   envelope (version byte, 16 bytes of times to fill in, rest)
---   "d" (delay), "a" (at) or "r" (ready now, no duplicate check)
+--   "d" (delay), "a" (at) or "r" (ready now, no duplicate check); "D" and
+--   "A" are "d" and "a" for an ID the client generated (random, 96 bits),
+--   which no pending item can hold: no duplicate check
 --   delay in µs (d), due time in Unix µs (a), ignored (r)
 --
 -- Output: one status per item: 1 pending in the delayed set; 2 made ready
@@ -72,12 +78,18 @@ if n < 1 then
   return {}
 end
 
-local ids, lookup = {}, {}
+local ids, modes, lookup = {}, {}, {}
 for i = 1, n do
   ids[i] = ARGV[4 * i + 3]
-  if ARGV[4 * i + 5] ~= 'r' then
+  local mode = ARGV[4 * i + 5]
+  if mode == 'd' or mode == 'a' then
     lookup[#lookup + 1] = ids[i]
+  elseif mode == 'D' then
+    mode = 'd'
+  elseif mode == 'A' then
+    mode = 'a'
   end
+  modes[i] = mode
 end
 local existing = {}
 if #lookup > 0 then
@@ -90,10 +102,41 @@ if #lookup > 0 then
 end
 -- The head of the pending sets matters only to items that may wait in them:
 -- a call of items all ready now (blocking.Queue.Offer) neither reads nor
--- writes the sets.
-local head = math.huge
-if #lookup > 0 then
-  head = head_due(KEYS[1], KEYS[5])
+-- writes the sets. The retry set's head is read only when an item may go
+-- ahead of it (see full_head): most delayed offers fall due after the
+-- earliest pending item.
+local head, waits = math.huge, false
+for i = 1, n do
+  if modes[i] ~= 'r' then
+    waits = true
+    break
+  end
+end
+if waits then
+  local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if d[2] ~= nil then
+    head = tonumber(d[2])
+  end
+end
+local min_due
+local retry_read = not waits
+-- full_head folds the retry set's head into head (and min_due, the
+-- earliest of head and the items taken so far), once.
+local function full_head()
+  if retry_read then
+    return
+  end
+  retry_read = true
+  local r = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  if r[2] ~= nil then
+    local due = tonumber(r[2])
+    if due < head then
+      head = due
+    end
+    if due < min_due then
+      min_due = due
+    end
+  end
 end
 
 -- Decide each item's fate in order, as single offers would: due items go to
@@ -120,10 +163,11 @@ if ARGV[4] ~= '0' then
   end
 end
 local status, dues, scores, ready_envs = {}, {}, {}, {}
-local min_due, delayed, added, ready_count = head, 0, {}, 0
+local delayed, added, ready_count = 0, {}, 0
+min_due = head
 for i = 1, n do
   local id = ids[i]
-  local mode, t = ARGV[4 * i + 5], ARGV[4 * i + 6]
+  local mode, t = modes[i], ARGV[4 * i + 6]
   local due_us
   if mode == 'd' then
     due_us = us + tonumber(t)
@@ -137,6 +181,9 @@ for i = 1, n do
     due_us = us
   end
   dues[i] = due_us
+  if due_us <= us and mode ~= 'r' then
+    full_head() -- whether it may go ready now depends on every pending item
+  end
   if room == 0 and (mode == 'r' or not (existing[id] or added[id])) then
     status[i] = 3
   elseif mode == 'r' then
@@ -167,6 +214,11 @@ if batch > 0 and ARGV[4] ~= '0' then
   elseif offset > 0 and offset + n >= batch then
     redis.call('DEL', KEYS[8])
   end
+end
+-- Whether the earliest new item is a new head needs the retry set's head
+-- too; read before the first write, like every key.
+if delayed > 0 and min_due < head then
+  full_head()
 end
 if ready_count > 0 then
   ready_check(KEYS[4], KEYS[7], ready_envs) -- type checks before the first write

@@ -163,6 +163,9 @@ func (c *part) offerOne(ctx context.Context, id string, v any, w When, r *OfferR
 		return fmt.Errorf("offer %s: %w", c.Name(), err)
 	}
 	item := store.OfferItem{ID: id, Env: env, Mode: w.mode, US: w.us}
+	if !r.HasID {
+		item.Mode = store.Generated(w.mode)
+	}
 	var status store.OfferStatus
 	if r.Dup != 0 {
 		status, err = c.Upsert(ctx, item, r.Dup, r.DupArg.Microseconds())
@@ -304,7 +307,7 @@ func (c *part) offerBatch(ctx context.Context, ids []string, idx []int, value fu
 					release()
 					return out, fmt.Errorf("offer batch %s: item %d: %w", name, i, err)
 				}
-				call.Items[j] = store.OfferItem{ID: ids[i], Env: env, Mode: 'd', US: delay.Microseconds()}
+				call.Items[j] = store.OfferItem{ID: ids[i], Env: env, Mode: store.Generated('d'), US: delay.Microseconds()}
 			}
 			calls = append(calls, call)
 		}

@@ -22,8 +22,21 @@ const LaneTTL = 60 * time.Second
 type OfferItem struct {
 	ID   string
 	Env  []byte
-	Mode byte  // 'd': due US µs from now; 'a': due at US (Unix µs); 'r': ready now
+	Mode byte  // 'd': due US µs from now; 'a': due at US (Unix µs); 'r': ready now; see Generated
 	US   int64 // the delay or due time, µs
+}
+
+// Generated returns the mode of a delayed item ('d', 'a') whose ID the
+// client generated ('D', 'A'): no pending item can hold it, so offer.lua
+// does not look for one. Other modes are returned as they are.
+func Generated(mode byte) byte {
+	switch mode {
+	case 'd':
+		return 'D'
+	case 'a':
+		return 'A'
+	}
+	return mode
 }
 
 // Offer runs offer.lua for items as one call recorded under lane with

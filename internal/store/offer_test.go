@@ -1,7 +1,11 @@
 package store_test
 
 import (
+	"maps"
+	"strconv"
+
 	"context"
+	"github.com/redis/go-redis/v9"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +98,77 @@ func TestOfferScoresExact(t *testing.T) {
 		if d := zs[i].Score - zs[0].Score; d != float64(i) {
 			t.Fatalf("score %d is %.0f µs after the first, want %d (scores %v)", i, d, i, zs)
 		}
+	}
+}
+
+// A plain delayed offer of a generated ID ('D') behind the earliest pending
+// item runs only what it needs: its lane's GET and SET, TIME, the delayed
+// set's head, INCRBY, ZADD and HSET; no duplicate lookup and no read of the
+// retry set. An ID of the caller's ('d') adds the lookup; an item that may
+// go ahead of every pending one reads the retry set's head too, and still
+// keeps its place behind an earlier retry.
+func TestPlainOfferCommands(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.StartServer(t).Client(t)
+	k := redistest.KeysOf(redistest.QueueName(t))
+	q := store.New(rdb).Partition(k)
+	if err := lua.Offer.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	item := func(id string, mode byte, d time.Duration) store.OfferItem {
+		env := (&envelope.Envelope{ID: id, Payload: []byte("v")}).Marshal()
+		return store.OfferItem{ID: id, Env: env, Mode: mode, US: d.Microseconds()}
+	}
+	nonce := 0
+	offer := func(it store.OfferItem) (store.OfferStatus, map[string]int64) {
+		t.Helper()
+		before := redistest.ReadCommandStats(t, rdb)
+		nonce++
+		got, err := q.Offer(ctx, "L", strconv.Itoa(nonce), 0, []store.OfferItem{it})
+		after := redistest.ReadCommandStats(t, rdb)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("offer %s = %v, %v", it.ID, got, err)
+		}
+		calls, _ := redistest.CommandCalls(before, after)
+		delete(calls, "info")
+		return got[0], calls
+	}
+	if st, _ := offer(item("head", 'D', time.Minute)); st != lua.OfferPending {
+		t.Fatalf("head: status %d", st)
+	}
+	plain := map[string]int64{"evalsha": 1, "get": 1, "set": 1, "time": 1, "zrange": 1, "incrby": 1, "zadd": 1, "hset": 1}
+	st, calls := offer(item("plain", 'D', time.Hour))
+	if st != lua.OfferPending || !maps.Equal(calls, plain) {
+		t.Fatalf("plain delayed offer: status %d, commands %v; want %v", st, calls, plain)
+	}
+	st, calls = offer(item("mine", 'd', time.Hour))
+	if st != lua.OfferPending || calls["hmget"] != 1 || calls["zrange"] != 1 {
+		t.Fatalf("offer of the caller's ID: status %d, commands %v; want one HMGET and one ZRANGE", st, calls)
+	}
+	// A retry due before everything.
+	if err := rdb.ZAdd(ctx, k.Retry, redis.Z{Score: 1, Member: "r"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Earlier than the delayed set's head but not the retry's: no wake-up.
+	st, calls = offer(item("early", 'D', time.Second))
+	if st != lua.OfferPending || calls["zrange"] != 2 || calls["publish"] != 0 {
+		t.Fatalf("item before the delayed head, after a retry: status %d, commands %v; want two heads read, no PUBLISH", st, calls)
+	}
+	// An item due now waits behind it.
+	st, calls = offer(item("now", 'D', 0))
+	if st != lua.OfferPending || calls["zrange"] != 2 {
+		t.Fatalf("item due now behind a retry: status %d, commands %v; want pending (%d), the retry set read", st, calls, lua.OfferPending)
+	}
+	// Without the retry and the item due now, an item due before the
+	// rest is the new earliest.
+	if err := rdb.Del(ctx, k.Retry).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZPopMin(ctx, k.Delayed).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st, calls = offer(item("earliest", 'D', time.Millisecond))
+	if st != lua.OfferPending || calls["publish"] != 1 {
+		t.Fatalf("new earliest item: status %d, commands %v; want one PUBLISH", st, calls)
 	}
 }
