@@ -119,94 +119,302 @@ func (l *lanes) put(lane int) {
 	l.free = append(l.free, lane)
 }
 
-// offerReq is one offer on its way to Redis.
-type offerReq struct {
-	ctx  context.Context
-	item store.OfferItem
-	done chan offerRes // capacity 1
-}
-
+// offerRes is one offer's outcome: its status, and with it an error
+// wrapping ErrNotReplicated when replicas did not confirm the call.
 type offerRes struct {
 	status store.OfferStatus
 	err    error
 }
 
-// combiner sends concurrent offers of one queue together. A caller queues
-// its offer and wakes an idle sender, or, when none is idle and fewer than
-// maxSending run, starts one; a sender sends every offer queued so far in
-// one script call, hands each caller its outcome, goes on while offers are
-// queued, then waits senderLinger for more before it ends. A lone caller's
-// offer goes at once; under load, calls carry many offers and the server's
-// fixed cost per call is shared. Callers wait for their outcome or their
-// context, whichever comes first.
+// batcher sends concurrent calls of one kind of a part together: offers,
+// acks, receives. A caller queues its input and wakes an idle sender, or,
+// when none is idle and fewer than maxSending run, starts one; a sender
+// sends every input queued so far (up to max in weight) in one call,
+// hands each caller its output, goes on while inputs are queued, then
+// waits senderLinger for more before it ends. Under load, calls carry
+// many inputs and the server's fixed cost per call is shared. Callers
+// wait for their output, their context or stop, whichever comes first.
 //
-// A caller whose context cannot end, finding no sender at all (none has
-// run for senderLinger) and nothing queued, sends its offer itself, as a
-// sender in flight that others queue behind: it could not stop waiting
-// anyway, and it saves the two goroutine hand-offs of a queued offer
-// (0.74–0.98× a lone producer's time per offer, docs/benchmarks.md).
-type combiner struct {
+// With own, a caller that finds no call in flight and nothing queued
+// sends its input itself, on its own goroutine, as a sender in flight
+// that others queue behind: a lone producer's offer and a lone consumer's
+// ack take no goroutine hand-off. Its context then does not stop the call
+// (it runs to its reply or the client's read timeout, like a plain
+// go-redis call; docs/decisions.md, "Offers").
+type batcher[I, O any] struct {
+	// call runs one call of ins and returns one output per input, or the
+	// error of the whole call, which every caller of it gets.
+	call func(ctx context.Context, ins []I) ([]O, error)
+	// weight is how much of max an input takes; nil: 1 each.
+	weight func(I) int
+	max    int
+	own    bool
+	// left, if not nil, is given the outputs of callers that stopped
+	// waiting while their input was on its way (leases to give back). It
+	// runs on the sender's goroutine, after the outputs are handed out.
+	left func([]O)
+	// stop, when closed, ends the wait of queued callers (ErrClosed);
+	// nil for calls that are seen through.
+	stop    <-chan struct{}
+	closing <-chan struct{} // ends idle senders
+	bg      *store.Calls
+
 	mu      sync.Mutex
-	queue   []*offerReq
-	sending int // senders running, idle ones included
+	queue   []*pending[I, O]
+	sending int // senders running, idle ones and a caller's own included
 	// idle counts the senders waiting for work that no caller has woken
 	// yet; a caller that wakes one decrements it and puts a token in
 	// kick, which the first sender to look takes.
 	idle int
 	kick chan struct{} // capacity maxSending
 	// sent is when the latest call went; recheck, when armed, looks again
-	// at offers left queued behind calls in flight (see wake).
+	// at inputs left queued behind calls in flight (see wake).
 	sent    time.Time
 	recheck *time.Timer
 	armed   bool
 }
 
-// wake makes a sender take the queued offers: an idle one, or a new one
+// pending is one caller's input on its way.
+type pending[I, O any] struct {
+	ctx  context.Context
+	in   I
+	done chan outcome[O] // capacity 1
+	gone bool            // the caller stopped waiting after it was taken (under mu)
+}
+
+type outcome[O any] struct {
+	out O
+	err error
+}
+
+// initBatchers sets up the part's batchers: offers, acks and receives.
+func (c *part) initBatchers() {
+	c.offers = batcher[store.OfferItem, offerRes]{call: c.offerCalls, max: maxCombined, own: true}
+	c.offers.attach(c)
+	c.acks = batcher[[]*Lease, []error]{call: c.ackCalls, weight: leaseCount, max: maxCombined, own: true}
+	c.acks.attach(c)
+	c.leases = batcher[int, leaseOut]{call: c.leaseCalls, weight: func(n int) int { return n }, max: MaxBatch, left: c.leftLeases, stop: c.closing}
+	c.leases.attach(c)
+}
+
+// attach ties b to c's lifetime.
+func (b *batcher[I, O]) attach(c *part) {
+	b.closing, b.bg = c.closing, &c.bg
+}
+
+// do sends in, alone or with others, and returns its output. sent tells
+// whether it went to Redis: without, err is why not (ctx's error, or
+// ErrClosed); with, err is the call's error, or why the caller stopped
+// waiting while it was on its way (then its output goes to left).
+func (b *batcher[I, O]) do(ctx context.Context, in I) (out O, sent bool, err error) {
+	b.mu.Lock()
+	if b.own && b.sending == 0 && len(b.queue) == 0 {
+		b.sending++ // a sender in flight: concurrent calls queue behind it
+		b.sent = time.Now()
+		b.mu.Unlock()
+		outs, err := b.call(context.WithoutCancel(ctx), []I{in})
+		b.mu.Lock()
+		b.sending--
+		if len(b.queue) > 0 {
+			b.wake()
+		}
+		b.mu.Unlock()
+		if err != nil {
+			return out, true, err
+		}
+		return outs[0], true, nil
+	}
+	p := &pending[I, O]{ctx: ctx, in: in, done: make(chan outcome[O], 1)}
+	b.queue = append(b.queue, p)
+	b.wake()
+	b.mu.Unlock()
+	var why error
+	select {
+	case r := <-p.done:
+		return r.out, true, r.err
+	case <-ctx.Done():
+		why = ctx.Err()
+	case <-b.stop:
+		why = ErrClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.queue, p); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+		return out, false, why
+	}
+	select {
+	case r := <-p.done: // it finished meanwhile
+		return r.out, true, r.err
+	default:
+	}
+	p.gone = true
+	return out, true, why
+}
+
+// wake makes a sender take the queued inputs: an idle one, or a new one
 // when fewer than maxSending run (otherwise a busy one takes them when its
-// call returns). cb.mu is held.
-func (c *part) wake() {
-	cb := &c.comb
-	if cb.sending > cb.idle { // a call is in flight
-		if wait := slowCall - time.Since(cb.sent); wait > 0 {
-			// Its sender takes the queued offers when it returns; look
+// call returns). b.mu is held.
+func (b *batcher[I, O]) wake() {
+	if b.sending > b.idle { // a call is in flight
+		if wait := slowCall - time.Since(b.sent); wait > 0 {
+			// Its sender takes the queued inputs when it returns; look
 			// again if it has not by the time it counts as slow.
-			if !cb.armed {
-				cb.armed = true
-				if cb.recheck == nil {
-					cb.recheck = time.AfterFunc(wait, c.rewake)
+			if !b.armed {
+				b.armed = true
+				if b.recheck == nil {
+					b.recheck = time.AfterFunc(wait, b.rewake)
 				} else {
-					cb.recheck.Reset(wait)
+					b.recheck.Reset(wait)
 				}
 			}
 			return
 		}
 	}
 	switch {
-	case cb.idle > 0:
-		cb.idle--
-		cb.kick <- struct{}{} // never blocks: tokens ≤ senders ≤ capacity
-	case cb.sending < maxSending:
-		if cb.kick == nil {
-			cb.kick = make(chan struct{}, maxSending)
+	case b.idle > 0:
+		b.idle--
+		b.kick <- struct{}{} // never blocks: tokens ≤ senders ≤ capacity
+	case b.sending < maxSending:
+		if b.kick == nil {
+			b.kick = make(chan struct{}, maxSending)
 		}
-		cb.sending++
-		c.bg.Go(c.send)
+		b.sending++
+		b.bg.Go(b.send)
 	default:
 		return
 	}
-	// A sender is on its way: the next offer waits for it, not for a
+	// A sender is on its way: the next input waits for it, not for a
 	// call that ended long ago.
-	cb.sent = time.Now()
+	b.sent = time.Now()
 }
 
-// rewake is wake for offers still queued when the recheck timer fires.
-func (c *part) rewake() {
-	cb := &c.comb
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	cb.armed = false
-	if len(cb.queue) > 0 {
-		c.wake()
+// rewake is wake for inputs still queued when the recheck timer fires.
+func (b *batcher[I, O]) rewake() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.armed = false
+	if len(b.queue) > 0 {
+		b.wake()
+	}
+}
+
+// halt stops the recheck timer (Close): queued inputs go with the calls
+// in flight.
+func (b *batcher[I, O]) halt() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.recheck != nil {
+		b.recheck.Stop()
+		b.armed = false
+	}
+}
+
+// take removes the next call's inputs from the queue: as many as fit in
+// max, at least one. b.mu is held.
+func (b *batcher[I, O]) take() []*pending[I, O] {
+	n, w := 0, 0
+	for n < len(b.queue) {
+		x := 1
+		if b.weight != nil {
+			x = b.weight(b.queue[n].in)
+		}
+		if n > 0 && w+x > b.max {
+			break
+		}
+		n, w = n+1, w+x
+	}
+	batch := slices.Clone(b.queue[:n])
+	b.queue = slices.Delete(b.queue, 0, n)
+	return batch
+}
+
+// send sends queued inputs until none is left and none comes for
+// senderLinger, or the part is closed.
+func (b *batcher[I, O]) send() {
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	var g gather
+	for {
+		b.mu.Lock()
+		if g.short(len(b.queue)) {
+			// The callers of the previous calls are likely on their way
+			// back with their next inputs: let them run, briefly.
+			deadline := time.Now().Add(gatherWait)
+			for g.short(len(b.queue)) && time.Now().Before(deadline) {
+				b.mu.Unlock()
+				runtime.Gosched()
+				b.mu.Lock()
+			}
+		}
+		if len(b.queue) == 0 {
+			b.idle++
+			b.mu.Unlock()
+			if linger == nil {
+				linger = time.NewTimer(senderLinger)
+			} else {
+				linger.Reset(senderLinger)
+			}
+			select {
+			case <-b.kick: // a caller woke this sender (and counted it)
+				continue
+			case <-linger.C:
+			case <-b.closing:
+			}
+			b.mu.Lock()
+			select {
+			case <-b.kick: // woken meanwhile: a caller counts on a sender
+				b.mu.Unlock()
+				continue
+			default:
+			}
+			b.idle--
+			b.sending--
+			b.mu.Unlock()
+			return
+		}
+		batch := b.take()
+		g.sent(len(batch))
+		b.sent = time.Now()
+		b.mu.Unlock()
+		b.run(batch)
+	}
+}
+
+// run makes one call of batch and hands each caller its outcome.
+func (b *batcher[I, O]) run(batch []*pending[I, O]) {
+	ins := make([]I, len(batch))
+	for i, p := range batch {
+		ins[i] = p.in
+	}
+	// The first caller's context carries the trace (a client
+	// instrumentation's span nests under the call's), not its
+	// cancellation: the call is seen through, its outcome handed out.
+	outs, err := b.call(context.WithoutCancel(batch[0].ctx), ins)
+	var left []O
+	b.mu.Lock()
+	for i, p := range batch {
+		var r outcome[O]
+		if err != nil {
+			r.err = err
+		} else {
+			r.out = outs[i]
+		}
+		if p.gone {
+			if err == nil && b.left != nil {
+				left = append(left, r.out)
+			}
+			continue
+		}
+		p.done <- r // buffered: never blocks
+	}
+	b.mu.Unlock()
+	if len(left) > 0 {
+		b.left(left)
 	}
 }
 
@@ -226,57 +434,32 @@ func (c *part) Offer(ctx context.Context, item store.OfferItem) (store.OfferStat
 	// After the call: its own round trip goes first, on the connection
 	// the check then reuses.
 	defer c.checkServer()
-	cb := &c.comb
-	cb.mu.Lock()
-	if ctx.Done() == nil && cb.sending == 0 && len(cb.queue) == 0 {
-		cb.sending++ // a sender in flight: concurrent offers queue behind it
-		cb.sent = time.Now()
-		cb.mu.Unlock()
-		return c.sendOwn(ctx, item)
-	}
-	req := &offerReq{ctx: ctx, item: item, done: make(chan offerRes, 1)}
-	cb.queue = append(cb.queue, req)
-	c.wake()
-	cb.mu.Unlock()
-	select {
-	case r := <-req.done:
+	r, sent, err := c.offers.do(ctx, item)
+	switch {
+	case err == nil:
 		return r.status, c.full(r.status == store.OfferFull, r.err)
-	case <-ctx.Done():
-	}
-	cb.mu.Lock()
-	if i := slices.Index(cb.queue, req); i >= 0 {
-		cb.queue = slices.Delete(cb.queue, i, i+1)
-		cb.mu.Unlock()
-		return 0, ctx.Err()
-	}
-	cb.mu.Unlock()
-	select {
-	case r := <-req.done: // it finished meanwhile
-		return r.status, c.full(r.status == store.OfferFull, r.err)
+	case !sent:
+		return 0, err
+	case errors.Is(err, ctx.Err()):
+		return 0, &OfferOutcomeUnknown{Err: err} // given up on while on its way
 	default:
-		return 0, &OfferOutcomeUnknown{Err: ctx.Err()}
+		return 0, err // OfferError: the call failed
 	}
 }
 
-// sendOwn sends a caller's offer from its own goroutine (see combiner),
-// counted in cb.sending by the caller, and then hands the offers queued
-// meanwhile to a sender.
-func (c *part) sendOwn(ctx context.Context, item store.OfferItem) (store.OfferStatus, error) {
+// offerCalls is one offer script call of items, on a lane of its own.
+func (c *part) offerCalls(ctx context.Context, items []store.OfferItem) ([]offerRes, error) {
 	lane, name, nonce := c.lanes.get()
-	statuses, err := c.offerCall(ctx, name, nonce, []store.OfferItem{item})
+	statuses, err := c.offerCall(ctx, name, nonce, items)
 	c.lanes.put(lane)
-	cb := &c.comb
-	cb.mu.Lock()
-	cb.sending--
-	if len(cb.queue) > 0 {
-		c.wake()
+	if statuses == nil {
+		return nil, err
 	}
-	cb.mu.Unlock()
-	var st store.OfferStatus
-	if statuses != nil {
-		st = statuses[0]
+	out := make([]offerRes, len(items))
+	for i, st := range statuses {
+		out[i] = offerRes{status: st, err: err}
 	}
-	return st, c.full(st == store.OfferFull, err)
+	return out, nil
 }
 
 // offerCall runs one offer script call of items. With statuses, err is nil
@@ -290,83 +473,6 @@ func (c *part) offerCall(ctx context.Context, lane, nonce string, items []store.
 		err = OfferError(err)
 	}
 	return statuses, err
-}
-
-// send sends queued offers until none is left and none comes for
-// senderLinger, or the core is closed.
-func (c *part) send() {
-	lane, name, _ := c.lanes.get()
-	defer c.lanes.put(lane)
-	cb := &c.comb
-	var linger *time.Timer
-	defer func() {
-		if linger != nil {
-			linger.Stop()
-		}
-	}()
-	var g gather
-	for {
-		cb.mu.Lock()
-		if g.short(len(cb.queue)) {
-			// The callers of the previous calls are likely on their way
-			// back with their next offers: let them run, briefly.
-			deadline := time.Now().Add(gatherWait)
-			for g.short(len(cb.queue)) && time.Now().Before(deadline) {
-				cb.mu.Unlock()
-				runtime.Gosched()
-				cb.mu.Lock()
-			}
-		}
-		n := min(len(cb.queue), maxCombined)
-		if n == 0 {
-			cb.idle++
-			cb.mu.Unlock()
-			if linger == nil {
-				linger = time.NewTimer(senderLinger)
-			} else {
-				linger.Reset(senderLinger)
-			}
-			select {
-			case <-cb.kick: // a caller woke this sender (and counted it)
-				continue
-			case <-linger.C:
-			case <-c.closing:
-			}
-			cb.mu.Lock()
-			select {
-			case <-cb.kick: // woken meanwhile: a caller counts on a sender
-				cb.mu.Unlock()
-				continue
-			default:
-			}
-			cb.idle--
-			cb.sending--
-			cb.mu.Unlock()
-			return
-		}
-		g.sent(n)
-		batch := slices.Clone(cb.queue[:n])
-		cb.queue = slices.Delete(cb.queue, 0, n)
-		cb.sent = time.Now()
-		cb.mu.Unlock()
-
-		items := make([]store.OfferItem, n)
-		for i, r := range batch {
-			items[i] = r.item
-		}
-		// The first offer's context carries the trace (a client
-		// instrumentation's span nests under the send span), not its
-		// cancellation: the call is seen through, its outcome recorded.
-		ctx := context.WithoutCancel(batch[0].ctx)
-		statuses, err := c.offerCall(ctx, name, c.lanes.nextNonce(), items)
-		for i, r := range batch {
-			res := offerRes{err: err}
-			if statuses != nil {
-				res.status = statuses[i]
-			}
-			r.done <- res
-		}
-	}
 }
 
 // OfferLane holds a lane for a caller that sends its own offer calls

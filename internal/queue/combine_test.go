@@ -39,13 +39,13 @@ func hourItem(t *testing.T, c *part, id string) store.OfferItem {
 // senders returns how many senders run, a caller sending its own offer
 // included.
 func senders(c *part) int {
-	c.comb.mu.Lock()
-	defer c.comb.mu.Unlock()
-	return c.comb.sending
+	c.offers.mu.Lock()
+	defer c.offers.mu.Unlock()
+	return c.offers.sending
 }
 
 // pending returns how many items the queue's delayed set holds.
-func pending(t *testing.T, rdb redis.UniversalClient, c *part) int64 {
+func pendingItems(t *testing.T, rdb redis.UniversalClient, c *part) int64 {
 	t.Helper()
 	n, err := rdb.ZCard(context.Background(), c.Keys.Delayed).Result()
 	if err != nil {
@@ -54,10 +54,8 @@ func pending(t *testing.T, rdb redis.UniversalClient, c *part) int64 {
 	return n
 }
 
-// A lone offer whose context cannot end is sent from its caller's
-// goroutine: no sender is started (one would linger for senderLinger).
-// An offer whose context can end still goes through a sender, which it
-// can stop waiting for.
+// A lone offer is sent from its caller's goroutine, whatever its context:
+// no sender is started (one would linger for senderLinger).
 func TestLoneOfferSentByCaller(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := testCore(t, rdb)
@@ -68,15 +66,15 @@ func TestLoneOfferSentByCaller(t *testing.T) {
 		if n := senders(c); n != 0 {
 			t.Fatalf("%d senders after a lone offer that cannot be cancelled, want 0", n)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if st, err := c.Offer(ctx, hourItem(t, c, "queued")); err != nil || st != lua.OfferPending {
+		if st, err := c.Offer(ctx, hourItem(t, c, "cancellable")); err != nil || st != lua.OfferPending {
 			t.Fatalf("Offer = %d, %v", st, err)
 		}
-		if n := senders(c); n != 1 {
-			t.Fatalf("%d senders after an offer that can be cancelled, want 1 (lingering)", n)
+		if n := senders(c); n != 0 {
+			t.Fatalf("%d senders after a lone offer that can be cancelled, want 0", n)
 		}
-		if n := pending(t, rdb, c); n != 2 {
+		if n := pendingItems(t, rdb, c); n != 2 {
 			t.Fatalf("%d items pending, want 2", n)
 		}
 	})
@@ -85,7 +83,7 @@ func TestLoneOfferSentByCaller(t *testing.T) {
 // ownOffer starts, through a proxy, an offer that its caller sends itself
 // and whose reply the proxy holds. It returns once the server has stored
 // the item; the offer's outcome comes on the channel.
-func ownOffer(t *testing.T, p *redistest.Proxy, direct redis.UniversalClient, c *part) (release func(), out <-chan error) {
+func ownOffer(t *testing.T, ctx context.Context, p *redistest.Proxy, direct redis.UniversalClient, c *part) (release func(), out <-chan error) {
 	t.Helper()
 	// The script loaded and the queue's layout read beforehand, so that
 	// the held reply is the offer's.
@@ -99,7 +97,7 @@ func ownOffer(t *testing.T, p *redistest.Proxy, direct redis.UniversalClient, c 
 	release = p.HoldNextReply()
 	done := make(chan error, 1)
 	go func() {
-		st, err := c.Offer(context.Background(), own)
+		st, err := c.Offer(ctx, own)
 		if err == nil && st != lua.OfferPending {
 			err = errors.New("not stored as pending")
 		}
@@ -143,7 +141,7 @@ func TestOwnOfferDoesNotHoldOthers(t *testing.T) {
 	p := redistest.StartProxy(t, direct.Options().Addr)
 	rdb := p.Client(t)
 	c := testCore(t, rdb)
-	release, own := ownOffer(t, p, direct, c)
+	release, own := ownOffer(t, context.Background(), p, direct, c)
 	defer release()
 	const others = 5
 	errs := make(chan error, others)
@@ -175,7 +173,7 @@ func TestOwnOfferDoesNotHoldOthers(t *testing.T) {
 	if err := <-own; err != nil {
 		t.Fatal(err)
 	}
-	if n := pending(t, direct, c); n != others+1 {
+	if n := pendingItems(t, direct, c); n != others+1 {
 		t.Fatalf("%d items pending, want %d", n, others+1)
 	}
 }
@@ -192,7 +190,7 @@ func TestOwnOfferConnectionCut(t *testing.T) {
 			p := redistest.StartProxy(t, direct.Options().Addr)
 			rdb := p.Client(t, func(o *redis.Options) { o.MaxRetries = retries })
 			c := testCore(t, rdb)
-			release, own := ownOffer(t, p, direct, c)
+			release, own := ownOffer(t, context.Background(), p, direct, c)
 			defer release()
 			p.Cut()
 			var err error
@@ -208,7 +206,7 @@ func TestOwnOfferConnectionCut(t *testing.T) {
 			case retries < 0 && !errors.As(err, &unknown):
 				t.Fatalf("offer not resent: %v, want an OfferOutcomeUnknown", err)
 			}
-			if n := pending(t, direct, c); n != 1 {
+			if n := pendingItems(t, direct, c); n != 1 {
 				t.Fatalf("%d items pending, want 1", n)
 			}
 			if n := senders(c); n != 0 {
@@ -221,5 +219,31 @@ func TestOwnOfferConnectionCut(t *testing.T) {
 				t.Fatalf("%d senders after the next lone offer, want 0", n)
 			}
 		})
+	}
+}
+
+// A lone offer already on the wire when its context ends is seen through:
+// it returns with the call's outcome when the reply comes, like a plain
+// go-redis call, not with the context's error before it.
+func TestOwnOfferOutlivesItsContext(t *testing.T) {
+	direct := redistest.Standalone(t)
+	p := redistest.StartProxy(t, direct.Options().Addr)
+	rdb := p.Client(t)
+	c := testCore(t, rdb)
+	ctx, cancel := context.WithCancel(context.Background())
+	release, own := ownOffer(t, ctx, p, direct, c)
+	defer release()
+	cancel()
+	select {
+	case err := <-own:
+		t.Fatalf("the offer returned (%v) when its context ended, before its reply", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if err := <-own; err != nil {
+		t.Fatalf("offer whose reply came after its context ended: %v, want its outcome (stored)", err)
+	}
+	if n := pendingItems(t, direct, c); n != 1 {
+		t.Fatalf("%d items pending, want 1", n)
 	}
 }

@@ -238,8 +238,21 @@ func (c *part) awaitLimit(ctx context.Context, l *store.Limited) error {
 }
 
 // lease runs one receive script call; nil when nothing was ready. Each
-// item leased is counted consumed.
+// item leased is counted consumed. A plain lease of ready items (no claimed
+// item, no limits) goes through c.leases: the receives of one part's
+// concurrent callers share one call, each given its share of the items in
+// the order the script leased them.
 func (c *part) lease(ctx context.Context, n int, claimed []byte, r ReceiveRequest, accept func(*Lease) error) ([]*Lease, error) {
+	if claimed == nil && r.Limits == (Limits{}) {
+		if err := c.layout.check(ctx, &c.bg); err != nil {
+			return nil, err
+		}
+		o, _, err := c.leases.do(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		return c.leased(ctx, o, r, accept), nil
+	}
 	vis := c.Cfg.Visibility
 	prefix := NewToken()
 	sent := time.Now()
@@ -249,6 +262,55 @@ func (c *part) lease(ctx context.Context, n int, claimed []byte, r ReceiveReques
 	if err != nil {
 		return nil, err
 	}
+	return c.leased(ctx, leaseOut{res: res, sent: sent}, r, accept), nil
+}
+
+// leaseOut is a caller's share of one receive script call, and when the
+// call was sent (a lease is held for the visibility timeout from then).
+type leaseOut struct {
+	res  []store.Leased
+	sent time.Time
+}
+
+// leaseCalls leases ready items for several callers (up to ns[i] each) in
+// one receive script call.
+func (c *part) leaseCalls(ctx context.Context, ns []int) ([]leaseOut, error) {
+	total := 0
+	for _, n := range ns {
+		total += n
+	}
+	prefix := NewToken()
+	sent := time.Now()
+	res, err := c.Store.Lease(ctx, c.Cfg.Visibility, total, prefix, nil, Limits{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leaseOut, len(ns))
+	k := 0
+	for i, n := range ns {
+		m := min(n, len(res)-k)
+		out[i] = leaseOut{res: res[k : k+m : k+m], sent: sent}
+		k += m
+	}
+	return out, nil
+}
+
+// leftLeases gives back the items leased for callers that stopped waiting
+// while their receive was on its way.
+func (c *part) leftLeases(outs []leaseOut) {
+	var res []store.Leased
+	for _, o := range outs {
+		res = append(res, o.res...)
+	}
+	c.releaseLate(res, nil)
+}
+
+// leased turns a receive call's items into leases: items past their TTL
+// and bytes that are no envelope were moved to the dead letters by the
+// script; an item accept refuses is failed as an attempt.
+func (c *part) leased(ctx context.Context, o leaseOut, r ReceiveRequest, accept func(*Lease) error) []*Lease {
+	res := o.res
+	held := o.sent.Add(c.Cfg.Visibility)
 	replied := time.Now()
 	ls := make([]*Lease, 0, len(res))
 	for _, lr := range res {
@@ -264,7 +326,7 @@ func (c *part) lease(ctx context.Context, n int, claimed []byte, r ReceiveReques
 				"queue", c.Name(), "reason", string(lr.Data), "dead_letter_list", c.Keys.DeadReady)
 			continue
 		}
-		l, err := c.newLease(lr.Token, lr.Data, sent.Add(vis))
+		l, err := c.newLease(lr.Token, lr.Data, held)
 		if err == nil {
 			if aerr := accept(l); aerr != nil {
 				err = DecodeError(c.Cfg.Codec, l.ID, aerr)
@@ -280,7 +342,7 @@ func (c *part) lease(ctx context.Context, n int, claimed []byte, r ReceiveReques
 		c.Tel.Consumed(ctx, l.DueAt)
 		ls = append(ls, l)
 	}
-	return ls, nil
+	return ls
 }
 
 // releaseLate gives back leases made after their caller left.
@@ -508,50 +570,87 @@ func byPart(ls []*Lease) []*group {
 	return out
 }
 
-// ackAll acks leases of c in one round trip, and sets each one's result.
+// ackAll acks leases of c, and sets each one's result. The acks of one
+// part's concurrent callers (several consumers' Ack, Consume's handlers)
+// go together, in one call of the ack script (c.acks): an ack is a few
+// microseconds of the server's time, its call's fixed cost many more.
 func (c *part) ackAll(ctx context.Context, ls []*Lease, errs []error) {
-	tokens := make([]string, 0, len(ls))
-	live := make([]int, 0, len(ls))
+	live := make([]*Lease, 0, len(ls))
+	idx := make([]int, 0, len(ls))
 	for i, l := range ls {
 		if errs[i] = l.begin("ack", true); errs[i] == nil {
-			tokens = append(tokens, l.token)
-			live = append(live, i)
+			live = append(live, l)
+			idx = append(idx, i)
 		}
 	}
-	if len(tokens) == 0 {
+	if len(live) == 0 {
 		return
 	}
-	type result struct {
-		held []bool
-		errs []error
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		for j, i := range idx {
+			live[j].abort()
+			errs[i] = fmt.Errorf("ack %s in %s: %w", live[j].ID, c.Name(), err)
+		}
+		return
 	}
-	r, err := Call(ctx, c, func(ctx context.Context) (result, error) {
-		held, errs := c.Store.Ack(ctx, tokens)
-		return result{held, errs}, nil
-	}, nil)
-	acked := 0
-	for j, i := range live {
-		l := ls[i]
+	out, sent, err := c.acks.do(ctx, live)
+	for j, i := range idx {
+		l := live[j]
 		switch {
-		case err != nil:
+		case err == nil:
+			errs[i] = out[j]
+		case !sent || errors.Is(err, ctx.Err()):
+			// Not sent, or given up on while on its way (its outcome is
+			// recorded when the call returns): held as far as the caller
+			// knows, and it may ack again.
 			l.abort()
 			errs[i] = fmt.Errorf("ack %s in %s: %w", l.ID, c.Name(), err)
-		case errors.Is(r.errs[j], ErrNotReplicated):
-			// Acked on the master; replicas did not confirm it.
-			if errs[i] = l.end("ack", r.held[j]); errs[i] == nil {
-				acked++
-				errs[i] = fmt.Errorf("ack %s in %s: %w", l.ID, c.Name(), r.errs[j])
-			}
-		case r.errs[j] != nil:
-			l.abort()
-			errs[i] = fmt.Errorf("ack %s in %s: %w", l.ID, c.Name(), r.errs[j])
 		default:
-			if errs[i] = l.end("ack", r.held[j]); errs[i] == nil {
-				acked++
+			errs[i] = fmt.Errorf("ack %s in %s: %w", l.ID, c.Name(), err)
+		}
+	}
+}
+
+// leaseCount is the weight of an ack call's input: its lease count.
+func leaseCount(ls []*Lease) int { return len(ls) }
+
+// ackCalls acks the leases of several callers in one call of the ack
+// script, records each lease's outcome (settled, lost, or held again when
+// the call failed) and returns each caller's errors.
+func (c *part) ackCalls(ctx context.Context, ins [][]*Lease) ([][]error, error) {
+	var tokens []string
+	for _, ls := range ins {
+		for _, l := range ls {
+			tokens = append(tokens, l.token)
+		}
+	}
+	held, errs := c.Store.Ack(ctx, tokens)
+	out := make([][]error, len(ins))
+	acked, k := 0, 0
+	for i, ls := range ins {
+		out[i] = make([]error, len(ls))
+		for j, l := range ls {
+			h, err := held[k], errs[k]
+			k++
+			switch {
+			case errors.Is(err, ErrNotReplicated):
+				// Acked on the master; replicas did not confirm it.
+				if out[i][j] = l.end("ack", h); out[i][j] == nil {
+					acked++
+					out[i][j] = fmt.Errorf("ack %s in %s: %w", l.ID, c.Name(), err)
+				}
+			case err != nil:
+				l.abort()
+				out[i][j] = fmt.Errorf("ack %s in %s: %w", l.ID, c.Name(), err)
+			default:
+				if out[i][j] = l.end("ack", h); out[i][j] == nil {
+					acked++
+				}
 			}
 		}
 	}
 	c.Tel.Acked(ctx, acked)
+	return out, nil
 }
 
 // Nack settles a failed delivery, in its own span: a retry after delay,

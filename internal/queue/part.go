@@ -88,8 +88,8 @@ const (
 )
 
 // part is one partition of a queue: its keys, settings, telemetry and
-// what this process runs for it (its transfer and reclaimer, its offer
-// combiner), and how Close stops them.
+// what this process runs for it (its transfer and reclaimer, the
+// batchers of its offers, acks and receives), and how Close stops them.
 type part struct {
 	Store *store.Partition // nil when err is set
 	Keys  keys.Set
@@ -100,7 +100,9 @@ type part struct {
 	child bool // a queue of another's keys (the dead letters)
 
 	lanes  lanes
-	comb   combiner
+	offers batcher[store.OfferItem, offerRes]
+	acks   batcher[[]*Lease, []error]
+	leases batcher[int, leaseOut]
 	layout *layout // shared by the partitions of one queue; nil when err is set
 	// bound is the queue's WithMaxSize; Cfg.MaxSize is this partition's
 	// share of it (all of it without partitions).
@@ -180,6 +182,7 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *part
 		c.srv = mover.ServerOf(rdb)
 		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
 	}
+	c.initBatchers()
 	return c
 }
 
@@ -225,6 +228,7 @@ func (c *part) sibling(k keys.Set) *part {
 		p.Store.SetReplicaAck(c.Cfg.ReplicaAck, c.Cfg.ReplicaAckTimeout)
 		p.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
 	}
+	p.initBatchers()
 	return p
 }
 
@@ -569,12 +573,9 @@ func (c *part) Close() error {
 	reg, stop := c.reg, c.stopGauge
 	c.reg, c.stopGauge = nil, nil
 	c.mu.Unlock()
-	c.comb.mu.Lock()
-	if c.comb.recheck != nil {
-		c.comb.recheck.Stop() // queued offers go with the calls in flight
-		c.comb.armed = false
-	}
-	c.comb.mu.Unlock()
+	c.offers.halt()
+	c.acks.halt()
+	c.leases.halt()
 	if stop != nil {
 		stop()
 	}
