@@ -148,9 +148,6 @@ func WithGlobalConcurrency(n int) ConsumeOption {
 // jitter so that items failing together do not retry together.
 func DefaultBackoff(attempt int) time.Duration { return queue.DefaultBackoff(attempt) }
 
-// maxAckBatch bounds how many acks share one round trip.
-const maxAckBatch = 256
-
 // numReceivers is how many receive round trips one Consume keeps in flight.
 // Each waits for a batch of concurrency slots out of receivers×concurrency,
 // one receiver gathering at a time: two gathering at once could each hold
@@ -223,8 +220,6 @@ func (q *Queue[T]) Consume(ctx context.Context, handler Handler[T], opts ...Cons
 	c := &consumer[T]{
 		q: q, handler: handler, opts: o,
 		held:      map[*Delivery[T]]context.CancelFunc{},
-		acks:      make(chan ackRequest[T], o.concurrency),
-		stopAcks:  make(chan struct{}),
 		quit:      make(chan struct{}),
 		handlerBg: context.WithoutCancel(ctx),
 	}
@@ -237,9 +232,7 @@ type consumer[T any] struct {
 	opts      consumeOptions
 	handlerBg context.Context // ctx's values, not its cancellation
 
-	acks     chan ackRequest[T]
-	stopAcks chan struct{} // closed when ack batching ends
-	quit     chan struct{} // closed at shutdown: start no new handler
+	quit chan struct{} // closed at shutdown: start no new handler
 
 	mu sync.Mutex
 	// held are the deliveries this Consume holds leases for: started
@@ -259,9 +252,6 @@ func (c *consumer[T]) run(ctx context.Context) error {
 	presence, leave := context.WithCancel(context.WithoutCancel(ctx))
 	defer leave()
 	background.Go(func() { c.q.q.Present(presence, o.concurrency, c.inFlight) })
-	for range numReceivers { // as many ack round trips in flight as receives
-		background.Go(c.settleAcks)
-	}
 
 	// slots counts leased items: those being handled plus up to one
 	// batch prefetched, so that the next receive is already under way
@@ -351,7 +341,6 @@ drain:
 	abandoned := c.awaitHandlers(finished)
 	close(stopExtending)
 	leave()
-	close(c.stopAcks)
 	background.Wait()
 	if abandoned > 0 {
 		c.q.q.Config().Logger.Error("redelay: handlers still running after their context was cancelled; Consume returns without them (their items were given back)",
@@ -560,11 +549,6 @@ func (c *consumer[T]) release(ds []*Delivery[T]) {
 	c.q.q.Release(c.handlerBg, leases(ds))
 }
 
-type ackRequest[T any] struct {
-	d    *Delivery[T]
-	done chan error
-}
-
 // handle runs the handler and settles the delivery.
 func (c *consumer[T]) handle(d *Delivery[T]) {
 	hctx, cancel := context.WithCancel(c.handlerBg)
@@ -634,49 +618,14 @@ func cause(err error) error {
 	return err
 }
 
-// ack queues d's ack for the batcher and waits for its result. Its span
-// (under ctx's) lasts from the queueing to the result.
+// ack acks d, in a span under ctx's. The acks of handlers that finish
+// together go in one call of the ack script (the queue's ack batcher).
 func (c *consumer[T]) ack(ctx context.Context, d *Delivery[T]) (err error) {
 	ctx, op := c.q.q.Telemetry().StartSettle(ctx, telemetry.Ack, d.ID, d.Headers)
 	defer func() { c.q.q.Telemetry().Settled(ctx, op, false, err) }()
-	done := make(chan error, 1)
-	select {
-	case c.acks <- ackRequest[T]{d, done}:
-		return <-done
-	case <-c.stopAcks: // a handler that outlived shutdown
-		return queue.AckAll(ctx, []*queue.Lease{d.l})[0]
-	}
-}
-
-// settleAcks sends the acks of handlers that finish together in one round
-// trip, until stopAcks is closed.
-func (c *consumer[T]) settleAcks() {
-	batch := make([]ackRequest[T], 0, maxAckBatch)
-	ds := make([]*Delivery[T], 0, maxAckBatch)
-	for {
-		select {
-		case req := <-c.acks:
-			batch = append(batch[:0], req)
-		case <-c.stopAcks:
-			return
-		}
-	more:
-		for len(batch) < maxAckBatch {
-			select {
-			case r := <-c.acks:
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		ds = ds[:0]
-		for _, r := range batch {
-			ds = append(ds, r.d)
-		}
-		for i, err := range queue.AckAll(c.handlerBg, leases(ds)) {
-			batch[i].done <- err
-		}
-	}
+	// Seen through whatever the handler's context does: the handler
+	// succeeded, and the ack records it.
+	return queue.AckAll(context.WithoutCancel(ctx), []*queue.Lease{d.l})[0]
 }
 
 // call calls the handler, turning a panic into an error.
