@@ -1024,10 +1024,13 @@ func TestCloseDuringStallIsPrompt(t *testing.T) {
 	}
 }
 
-// TestOfferRespectsDeadlineDuringStall: offers sent while the network is
-// stalled return at their context's deadline, with the ID (the outcome is
-// unknown); the copies go-redis sent meanwhile, delivered once the network
-// resumes, store the item once at most.
+// TestOfferRespectsDeadlineDuringStall: while the network is stalled, a
+// lone offer, sent on its caller's goroutine, returns at the client's read
+// timeout (after go-redis's resends), not at its context's deadline, like
+// a plain go-redis call; an offer made meanwhile, queued behind it, returns
+// at its deadline. Both return their ID (the outcome is unknown), and the
+// copies go-redis sent meanwhile, delivered once the network resumes,
+// store each item once at most.
 func TestOfferRespectsDeadlineDuringStall(t *testing.T) {
 	t.Parallel()
 	// A short read timeout: go-redis resends each offer during the stall,
@@ -1041,25 +1044,46 @@ func TestOfferRespectsDeadlineDuringStall(t *testing.T) {
 
 	e.p.Stall()
 	t.Cleanup(e.p.Resume)
-	check := func(what string, offer func(context.Context) (string, error)) {
-		ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
-		defer cancel()
-		start := time.Now()
-		id, err := offer(ctx)
-		took := time.Since(start)
-		t.Logf("%s Offer during a stall: %q, %v after %v", what, id, err, took.Round(time.Millisecond))
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s Offer during a stall: %v, want an error wrapping context.DeadlineExceeded", what, err)
-		}
-		if took > 400*time.Millisecond {
-			t.Errorf("%s Offer with a 200ms deadline took %v during a stall, want at most 400ms", what, took)
-		}
-		if id == "" {
-			t.Errorf("%s Offer sent during a stall returned no ID with %v (its outcome is unknown)", what, err)
-		}
+	type result struct {
+		id   string
+		err  error
+		took time.Duration
 	}
-	check("blocking", func(ctx context.Context) (string, error) { return bq.Offer(ctx, "now") })
-	check("delayed", func(ctx context.Context) (string, error) { return dq.Offer(ctx, "later", time.Hour) })
+	offer := func(f func(context.Context) (string, error)) <-chan result {
+		out := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			id, err := f(ctx)
+			out <- result{id, err, time.Since(start)}
+		}()
+		return out
+	}
+	lone := offer(func(ctx context.Context) (string, error) { return bq.Offer(ctx, "now") })
+	time.Sleep(20 * time.Millisecond) // the lone offer is on its way
+	queued := offer(func(ctx context.Context) (string, error) { return dq.Offer(ctx, "later", time.Hour) })
+
+	q := <-queued
+	t.Logf("queued Offer during a stall: %q, %v after %v", q.id, q.err, q.took.Round(time.Millisecond))
+	if !errors.Is(q.err, context.DeadlineExceeded) {
+		t.Errorf("queued Offer during a stall: %v, want an error wrapping context.DeadlineExceeded", q.err)
+	}
+	if q.took > 400*time.Millisecond {
+		t.Errorf("queued Offer with a 200ms deadline took %v during a stall, want at most 400ms", q.took)
+	}
+	if q.id == "" {
+		t.Errorf("queued Offer sent during a stall returned no ID with %v (its outcome is unknown)", q.err)
+	}
+	l := <-lone
+	t.Logf("lone Offer during a stall: %q, %v after %v", l.id, l.err, l.took.Round(time.Millisecond))
+	if l.err == nil || l.id == "" {
+		t.Errorf("lone Offer during a stall: %q, %v; want its ID with an error (its outcome is unknown)", l.id, l.err)
+	}
+	// Three reads of 150 ms and go-redis's backoff between them.
+	if l.took < 300*time.Millisecond || l.took > 3*time.Second {
+		t.Errorf("lone Offer took %v during a stall, want about three read timeouts of 150ms", l.took)
+	}
 
 	e.p.Resume()
 	// Every copy held during the stall reaches the server: the offers'
