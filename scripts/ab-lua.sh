@@ -2,7 +2,7 @@
 # Compares the server time per call of the hot scripts (offer, pop,
 # receive, ack) of two revisions, A and B, as each composes them:
 #
-#   scripts/ab-lua.sh [-r runs] [-b blocks] A B
+#   scripts/ab-lua.sh [-r runs] [-b blocks] [-m mode] A B
 #
 # Server time per script call moves by a few per cent when a change adds a
 # command or a prelude definition to a script: far below what wall-clock
@@ -15,12 +15,15 @@
 # (default 5; -b blocks per run, default 100) and gives each run's ratio
 # and their median. With two or more cores, the server runs on CPU 1 and
 # the client on CPU 0 (taskset), so that they do not take turns on one.
+# -m D has B's delayed offers name a generated ID (offer.lua's mode D,
+# which B must know), as delayed.Offer without WithID does; A's stay d.
 #
 # Environment: REDIS_SERVER, REDIS_CLI.
 set -euo pipefail
 
 runs=5
 blocks=100
+mode=d
 redis_server=${REDIS_SERVER:-redis-server}
 redis_cli=${REDIS_CLI:-redis-cli}
 
@@ -28,10 +31,11 @@ usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
 	exit 2
 }
-while getopts r:b:h opt; do
+while getopts r:b:m:h opt; do
 	case $opt in
 	r) runs=$OPTARG ;;
 	b) blocks=$OPTARG ;;
+	m) mode=$OPTARG ;;
 	*) usage ;;
 	esac
 done
@@ -95,7 +99,7 @@ for run in $(seq "$runs"); do
 		"$redis_cli" -p "$port" ping >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	"${on_client[@]}" "$work/luaab" -addr "127.0.0.1:$port" -blocks "$blocks" "$work/a.lua" "$work/b.lua" |
+	"${on_client[@]}" "$work/luaab" -addr "127.0.0.1:$port" -blocks "$blocks" -mode-b "$mode" "$work/a.lua" "$work/b.lua" |
 		sed "s/^/run $run /" | tee -a "$work/runs.txt"
 	kill "$redis_pid"
 	wait "$redis_pid" 2>/dev/null || true

@@ -14,6 +14,7 @@
 #
 # Measured, lower is better for each:
 #   offer-1        delayed BenchmarkOffer/serial          ns per offer, 1 producer
+#   offer-1-deadline delayed BenchmarkOfferDeadline       the same, each offer under a context with a deadline
 #   offer-8        delayed BenchmarkOfferProducers        ns per offer, 8 producers
 #   take-drain     blocking BenchmarkTake/parallel        ns per item taken
 #   recvack-drain  blocking BenchmarkReceiveAck/parallel  ns per item received and acked
@@ -21,8 +22,9 @@
 #   trickle-p99    delayed BenchmarkLateness              ms late, 99th percentile
 #
 # A benchmark is looked up by its function name in each revision, so it may
-# live in another package in B than in A. delayed/bench_ab_test.go (public
-# API only) is copied from this checkout into a revision that lacks it.
+# live in another package in B than in A. delayed/bench_ab_test.go and
+# delayed/bench_ab_deadline_test.go (public API only) are copied from this
+# checkout into a revision that lacks them.
 #
 # The summary gives, per metric, the median of A, the median of B and B/A
 # (above 1: B is slower), and the same for the allocations per op, which a
@@ -92,12 +94,13 @@ trap 'exit 130' INT TERM
 # result line, whether the benchmark runs once (1x) or for -t.
 metrics=(
 	"offer-1 delayed BenchmarkOffer ^BenchmarkOffer\$/^serial\$ ns/op t"
+	"offer-1-deadline delayed BenchmarkOfferDeadline ^BenchmarkOfferDeadline\$ ns/op t"
 	"offer-8 delayed BenchmarkOfferProducers ^BenchmarkOfferProducers\$ ns/op t"
 	"take-drain blocking BenchmarkTake ^BenchmarkTake\$/^parallel\$ ns/op t"
 	"recvack-drain blocking BenchmarkReceiveAck ^BenchmarkReceiveAck\$/^parallel\$ ns/op t"
 	"trickle delayed BenchmarkLateness ^BenchmarkLateness\$ p50-ms 1x"
 )
-overlay=(delayed/bench_ab_test.go)
+overlay=(delayed/bench_ab_test.go delayed/bench_ab_deadline_test.go)
 
 # build exports revision sha into $work/src and builds the test binary of
 # every package that holds one of the metrics' benchmarks, then moves the

@@ -16,6 +16,7 @@ import (
 func init() {
 	Register("redelay-take", func() Contestant { return &Redelay{mode: "take"} })
 	Register("redelay-receive", func() Contestant { return &Redelay{mode: "receive"} })
+	Register("redelay-consume", func() Contestant { return &Redelay{mode: "consume"} })
 }
 
 // redelayConsumers is how many goroutines take (or handlers run) at once.
@@ -30,10 +31,10 @@ type Item struct {
 }
 
 // Redelay is redelay used with its defaults: a delayed.Queue feeding a
-// blocking.Queue, consumed either with Take (at most once) or with
-// Consume (leases, acks).
+// blocking.Queue, consumed with Take (at most once), with a plain loop of
+// Receive then Ack per consumer, or with Consume (leases, acks).
 type Redelay struct {
-	mode string // "take" or "receive"
+	mode string // "take", "receive" or "consume"
 	pad  string
 
 	rdb    *redis.Client
@@ -46,8 +47,11 @@ type Redelay struct {
 func (r *Redelay) Name() string { return "redelay-" + r.mode }
 
 func (r *Redelay) Settings() string {
-	if r.mode == "take" {
+	switch r.mode {
+	case "take":
 		return "defaults; 8 goroutines calling Queue.Take"
+	case "receive":
+		return "defaults; 8 goroutines each looping Queue.Receive then Delivery.Ack"
 	}
 	return "defaults; Queue.Consume with WithConcurrency(8), handler returns nil (ack)"
 }
@@ -90,22 +94,38 @@ func (r *Redelay) Cancel(ctx context.Context, id int) error {
 
 func (r *Redelay) Consume(ctx context.Context, arrived func(id int)) error {
 	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if r.mode == "take" {
+	// loops runs f from redelayConsumers goroutines until ctx ends,
+	// pausing after an error.
+	loops := func(f func() error) {
 		for range redelayConsumers {
 			r.wg.Go(func() {
-				for {
-					v, err := r.q.Take(ctx)
-					if err != nil {
-						if ctx.Err() != nil {
-							return
-						}
+				for ctx.Err() == nil {
+					if err := f(); err != nil && ctx.Err() == nil {
 						time.Sleep(10 * time.Millisecond)
-						continue
 					}
-					arrived(v.ID)
 				}
 			})
 		}
+	}
+	switch r.mode {
+	case "take":
+		loops(func() error {
+			v, err := r.q.Take(ctx)
+			if err == nil {
+				arrived(v.ID)
+			}
+			return err
+		})
+		return nil
+	case "receive":
+		loops(func() error {
+			d, err := r.q.Receive(ctx)
+			if err != nil {
+				return err
+			}
+			arrived(d.Value.ID)
+			return d.Ack(ctx)
+		})
 		return nil
 	}
 	r.wg.Go(func() {

@@ -320,8 +320,13 @@ func closeBounded(c contestants.Contestant) bool {
 	}
 }
 
-// offerAll offers ids from p goroutines; it returns the elapsed time and
-// the number of failed offers.
+// offerTimeout bounds each offer, as a service bounds the offers of its
+// requests: every offer carries a context that can end.
+const offerTimeout = 10 * time.Second
+
+// offerAll offers ids from p goroutines, each offer under a context with a
+// deadline (offerTimeout); it returns the elapsed time and the number of
+// failed offers.
 func offerAll(ctx context.Context, c contestants.Contestant, ids []int, due func(i int) time.Time, p int) (time.Duration, int) {
 	var next, errs atomic.Int64
 	var wg sync.WaitGroup
@@ -333,9 +338,11 @@ func offerAll(ctx context.Context, c contestants.Contestant, ids []int, due func
 				if i >= len(ids) || ctx.Err() != nil {
 					return
 				}
-				if err := c.Offer(ctx, ids[i], due(i)); err != nil {
+				octx, cancel := context.WithTimeout(ctx, offerTimeout)
+				if err := c.Offer(octx, ids[i], due(i)); err != nil {
 					errs.Add(1)
 				}
+				cancel()
 			}
 		})
 	}

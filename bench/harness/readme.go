@@ -8,12 +8,12 @@ import (
 
 // readmeColumns are the README table's columns: the contestant(s) whose
 // figures fill each one. redelay's column shows Take's drain and lateness
-// (Consume's in brackets).
+// (a Receive+Ack loop's and Consume's in brackets).
 var readmeColumns = []struct {
 	title string
 	names []string
 }{
-	{"redelay", []string{"redelay-take", "redelay-receive"}},
+	{"redelay", []string{"redelay-take", "redelay-receive", "redelay-consume"}},
 	{"asynq 0.26", []string{"asynq"}},
 	{"BullMQ 6.7", []string{"bullmq"}},
 	{"Redisson's algorithm", []string{"redisson-algo"}},
@@ -78,9 +78,9 @@ func ReadmeTable(res *Results) string {
 		}
 		return nil
 	}
-	offer := func(name string, batch bool) float64 {
+	offer := func(name string, batch bool, producers int) float64 {
 		for _, o := range res.Offer {
-			if o.Contestant == name && o.Batch == batch && (batch || o.Producers == res.Config.Producers) && o.Errors == 0 {
+			if o.Contestant == name && o.Batch == batch && (batch || o.Producers == producers) && o.Errors == 0 {
 				return o.PerSec
 			}
 		}
@@ -111,15 +111,19 @@ func ReadmeTable(res *Results) string {
 	}
 	bracket := func(names []string, f func(string) (string, float64)) (string, float64) {
 		text, v := f(names[0])
-		if len(names) > 1 {
-			if t, _ := f(names[1]); t != "–" {
-				text += " [" + t + "]"
+		var more []string
+		for _, n := range names[1:] {
+			if t, _ := f(n); t != "–" {
+				more = append(more, t)
 			}
+		}
+		if len(more) > 0 {
+			text += " [" + strings.Join(more, " · ") + "]"
 		}
 		return text, v
 	}
 
-	row(fmt.Sprintf("drain of %s items due at once (`Take` [`Consume`])", thousands(float64(res.Config.BurstN))), false,
+	row(fmt.Sprintf("drain of %s items due at once (`Take` [`Receive`+`Ack` · `Consume`])", thousands(float64(res.Config.BurstN))), false,
 		func(names []string) (string, float64) {
 			return bracket(names, func(n string) (string, float64) {
 				if d := burst(n); d != nil {
@@ -137,14 +141,21 @@ func ReadmeTable(res *Results) string {
 				return "–", nan
 			})
 		})
+	row("offers/s, 1 producer, each offer under a context with a deadline", false,
+		func(names []string) (string, float64) {
+			if v := offer(names[0], false, 1); v > 0 {
+				return thousands(v), v
+			}
+			return "–", nan
+		})
 	row(fmt.Sprintf("offers/s, %d producers (batch API)", res.Config.Producers), false,
 		func(names []string) (string, float64) {
-			v := offer(names[0], false)
+			v := offer(names[0], false, res.Config.Producers)
 			if v == 0 {
 				return "–", nan
 			}
 			t := thousands(v)
-			if bv := offer(names[0], true); bv > 0 {
+			if bv := offer(names[0], true, 0); bv > 0 {
 				t += " (" + thousands(bv) + ")"
 			}
 			return t, v

@@ -21,8 +21,8 @@ func TestReadmeTableFromResults(t *testing.T) {
 	}
 	got := ReadmeTable(&res)
 	lines := strings.Split(strings.TrimSpace(got), "\n")
-	if len(lines) != 2+6 {
-		t.Fatalf("%d lines, want a header, a rule and 6 rows:\n%s", len(lines), got)
+	if len(lines) != 2+7 {
+		t.Fatalf("%d lines, want a header, a rule and 7 rows:\n%s", len(lines), got)
 	}
 	for _, l := range lines[2:] {
 		if strings.Count(l, "**") != 2 {

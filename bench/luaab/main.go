@@ -38,12 +38,13 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "redis-server to use (its keys of queue luaab are overwritten)")
 	blocks := flag.Int("blocks", 100, "blocks of calls per script and revision")
 	size := flag.Int("size", 200, "calls per block")
+	modeB := flag.String("mode-b", "d", `offer.lua mode of B's delayed offer: "d", or "D" (a generated ID, which a revision that knows the mode does not look up)`)
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: luaab [-addr host:port] [-blocks n] [-size n] dirA dirB")
+		fmt.Fprintln(os.Stderr, "usage: luaab [-addr host:port] [-blocks n] [-size n] [-mode-b d|D] dirA dirB")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *addr, *blocks, *size, flag.Args()); err != nil {
+	if err := run(context.Background(), *addr, *blocks, *size, *modeB, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "luaab:", err)
 		os.Exit(1)
 	}
@@ -58,7 +59,7 @@ type side struct {
 // one item ready now, "offer-delayed" one due in an hour.
 var metrics = []string{"offer", "offer-delayed", "pop", "receive", "ack"}
 
-func run(ctx context.Context, addr string, blocks, size int, dirs []string) error {
+func run(ctx context.Context, addr string, blocks, size int, modeB string, dirs []string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	sides := make([]side, len(dirs))
@@ -114,6 +115,10 @@ func run(ctx context.Context, addr string, blocks, size int, dirs []string) erro
 		for k := range dirs {
 			i := (k + b) % len(dirs) // which side goes first alternates
 			s, lane := sides[i], q+"lane:"+strconv.Itoa(i)
+			mode := "d"
+			if i == 1 {
+				mode = modeB
+			}
 			offerKeys := []string{q + "delayed", q + "items", q + "seq", q + "ready", q + "retry", lane, q + "prio", q + "meta"}
 			steps := []struct {
 				metric string
@@ -126,7 +131,7 @@ func run(ctx context.Context, addr string, blocks, size int, dirs []string) erro
 				{"offer-delayed", func(p redis.Pipeliner, j int) {
 					nonce[i]++
 					s.offer.EvalSha(ctx, p, offerKeys, q+"wake", strconv.FormatInt(nonce[i], 36), 60000, 0, 0, 0,
-						fmt.Sprintf("d%d-%d-%d", b, i, j), env, "d", 3600000000)
+						fmt.Sprintf("d%d-%d-%d", b, i, j), env, mode, 3600000000)
 				}},
 				{"pop", func(p redis.Pipeliner, j int) {
 					s.pop.EvalSha(ctx, p, []string{q + "ready", q + "prio", q + "claimed", q + "meta", q + "history"}, 1, "", 1)
