@@ -111,10 +111,7 @@ func TestLoneAckSentByCaller(t *testing.T) {
 // Acks made while an ack call is on its way go together in the next call:
 // five acks, two calls; each caller gets its own outcome.
 func TestConcurrentAcksCombine(t *testing.T) {
-	direct := redistest.Standalone(t)
-	p := redistest.StartProxy(t, direct.Options().Addr)
-	rdb := p.Client(t)
-	c := testCore(t, rdb)
+	direct, p, rdb, c := proxiedCore(t)
 	readyItems(t, c, 5)
 	ls, err := leaseN(context.Background(), c, 5)
 	if err != nil || len(ls) != 5 {
@@ -153,10 +150,7 @@ func TestConcurrentAcksCombine(t *testing.T) {
 // Receives made while a receive call is on its way share the next call,
 // each given its share of the items in order.
 func TestConcurrentReceivesShare(t *testing.T) {
-	direct := redistest.Standalone(t)
-	p := redistest.StartProxy(t, direct.Options().Addr)
-	rdb := p.Client(t)
-	c := testCore(t, rdb)
+	direct, p, rdb, c := proxiedCore(t)
 	readyItems(t, c, 10)
 	if err := lua.Receive.Load(context.Background(), direct).Err(); err != nil {
 		t.Fatal(err)
@@ -215,10 +209,7 @@ func TestConcurrentReceivesShare(t *testing.T) {
 // A receive whose caller stops waiting while its shared call is on its way
 // returns at once, and the items leased for it go back to the ready list.
 func TestReceiveLeftWhileSentGivesBack(t *testing.T) {
-	direct := redistest.Standalone(t)
-	p := redistest.StartProxy(t, direct.Options().Addr)
-	rdb := p.Client(t)
-	c := testCore(t, rdb)
+	direct, p, _, c := proxiedCore(t)
 	readyItems(t, c, 3)
 	if err := lua.Receive.Load(context.Background(), direct).Err(); err != nil {
 		t.Fatal(err)

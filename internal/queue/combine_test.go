@@ -26,6 +26,16 @@ func testCore(t *testing.T, rdb redis.UniversalClient) *part {
 	return c
 }
 
+// proxiedCore opens the core of a new queue through a proxy to the shared
+// server (direct), closed when the test ends.
+func proxiedCore(t *testing.T) (direct *redis.Client, p *redistest.Proxy, rdb *redis.Client, c *part) {
+	t.Helper()
+	direct = redistest.Standalone(t)
+	p = redistest.StartProxy(t, direct.Options().Addr)
+	rdb = p.Client(t)
+	return direct, p, rdb, testCore(t, rdb)
+}
+
 // hourItem returns an item due in an hour, under id.
 func hourItem(t *testing.T, c *part, id string) store.OfferItem {
 	t.Helper()
@@ -137,10 +147,7 @@ func ownOffer(t *testing.T, ctx context.Context, p *redistest.Proxy, direct redi
 // offers made meanwhile: they go in a sender's call, as behind a stalled
 // sender.
 func TestOwnOfferDoesNotHoldOthers(t *testing.T) {
-	direct := redistest.Standalone(t)
-	p := redistest.StartProxy(t, direct.Options().Addr)
-	rdb := p.Client(t)
-	c := testCore(t, rdb)
+	direct, p, _, c := proxiedCore(t)
 	release, own := ownOffer(t, context.Background(), p, direct, c)
 	defer release()
 	const others = 5
@@ -226,10 +233,7 @@ func TestOwnOfferConnectionCut(t *testing.T) {
 // it returns with the call's outcome when the reply comes, like a plain
 // go-redis call, not with the context's error before it.
 func TestOwnOfferOutlivesItsContext(t *testing.T) {
-	direct := redistest.Standalone(t)
-	p := redistest.StartProxy(t, direct.Options().Addr)
-	rdb := p.Client(t)
-	c := testCore(t, rdb)
+	direct, p, _, c := proxiedCore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	release, own := ownOffer(t, ctx, p, direct, c)
 	defer release()
