@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -240,4 +241,118 @@ func TestReceiveLeftWhileSentGivesBack(t *testing.T) {
 		n, err := direct.LLen(context.Background(), c.Keys.Ready).Result()
 		return err == nil && n == 3 && inflight(t, direct, c) == 0
 	})
+}
+
+// readyLen is how many entries c's ready list holds.
+func readyLen(t *testing.T, rdb redis.UniversalClient, c *part) int64 {
+	t.Helper()
+	n, err := rdb.LLen(context.Background(), c.Keys.Ready).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Takes made while a pop call is on its way share the next call, each
+// given its own items.
+func TestConcurrentTakesShare(t *testing.T) {
+	direct, p, rdb, c := proxiedCore(t)
+	readyItems(t, c, 10)
+	if err := lua.Pop.Load(context.Background(), direct).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.layout.check(context.Background(), &c.bg); err != nil {
+		t.Fatal(err)
+	}
+	calls := scriptCalls(rdb, lua.Pop)
+	release := p.HoldNextReply()
+	defer release()
+	type got struct {
+		raws [][]byte
+		err  error
+	}
+	first := make(chan got, 1)
+	go func() {
+		raws, err := c.popN(context.Background(), 1)
+		first <- got{raws, err}
+	}()
+	waitFor(t, "the first take to reach the server", func() bool { return readyLen(t, direct, c) == 9 })
+	neverSlow(&c.pops)
+	const others = 4
+	out := make(chan got, others)
+	for range others {
+		go func() {
+			raws, err := c.popN(context.Background(), 2)
+			out <- got{raws, err}
+		}()
+	}
+	waitFor(t, "four takes queued", func() bool { return queued(&c.pops) == others })
+	release()
+	if g := <-first; g.err != nil || len(g.raws) != 1 {
+		t.Fatalf("first take = %d items, %v; want 1", len(g.raws), g.err)
+	}
+	seen := map[string]bool{}
+	for range others {
+		g := <-out
+		if g.err != nil || len(g.raws) != 2 {
+			t.Fatalf("take of 2 = %d items, %v", len(g.raws), g.err)
+		}
+		for _, raw := range g.raws {
+			if seen[string(raw)] {
+				t.Fatalf("item %q taken twice", raw)
+			}
+			seen[string(raw)] = true
+		}
+	}
+	if n := calls(); n != 2 {
+		t.Fatalf("%d pop calls for five takes, four made while the first was on its way; want 2", n)
+	}
+	if n := readyLen(t, direct, c); n != 1 {
+		t.Fatalf("%d items left ready, want 1", n)
+	}
+}
+
+// A take whose caller stops waiting while its shared call is on its way
+// returns at once, and the items taken for it go back to the head of the
+// ready list in their order.
+func TestTakeLeftWhileSentGivesBack(t *testing.T) {
+	direct, p, _, c := proxiedCore(t)
+	readyItems(t, c, 3)
+	before, err := direct.LRange(context.Background(), c.Keys.Ready, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lua.Pop.Load(context.Background(), direct).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.layout.check(context.Background(), &c.bg); err != nil {
+		t.Fatal(err)
+	}
+	release := p.HoldNextReply()
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.popN(ctx, 2)
+		done <- err
+	}()
+	waitFor(t, "the take to reach the server", func() bool { return readyLen(t, direct, c) == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("take given up on = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a take given up on did not return while its call was held")
+	}
+	release()
+	waitFor(t, "the items taken for it to go back", func() bool { return readyLen(t, direct, c) == 3 })
+	after, err := direct.LRange(context.Background(), c.Keys.Ready, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(before, after) {
+		t.Fatalf("ready list after the give-back differs from before:\n%q\n%q", after, before)
+	}
 }

@@ -187,7 +187,8 @@ type outcome[O any] struct {
 	err error
 }
 
-// initBatchers sets up the part's batchers: offers, acks and receives.
+// initBatchers sets up the part's batchers: offers, acks, receives and
+// takes.
 func (c *part) initBatchers() {
 	c.offers = batcher[store.OfferItem, offerRes]{call: c.offerCalls, max: maxCombined, own: true}
 	c.offers.attach(c)
@@ -195,6 +196,8 @@ func (c *part) initBatchers() {
 	c.acks.attach(c)
 	c.leases = batcher[int, leaseOut]{call: c.leaseCalls, weight: func(n int) int { return n }, max: MaxBatch, left: c.leftLeases, stop: c.closing}
 	c.leases.attach(c)
+	c.pops = batcher[int, [][]byte]{call: c.popCalls, weight: func(n int) int { return n }, max: MaxBatch, left: c.leftPops, stop: c.closing}
+	c.pops.attach(c)
 }
 
 // attach ties b to c's lifetime.

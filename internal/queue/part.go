@@ -103,6 +103,7 @@ type part struct {
 	offers batcher[store.OfferItem, offerRes]
 	acks   batcher[[]*Lease, []error]
 	leases batcher[int, leaseOut]
+	pops   batcher[int, [][]byte]
 	layout *layout // shared by the partitions of one queue; nil when err is set
 	// bound is the queue's WithMaxSize; Cfg.MaxSize is this partition's
 	// share of it (all of it without partitions).
@@ -576,6 +577,7 @@ func (c *part) Close() error {
 	c.offers.halt()
 	c.acks.halt()
 	c.leases.halt()
+	c.pops.halt()
 	if stop != nil {
 		stop()
 	}

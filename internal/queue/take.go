@@ -200,18 +200,56 @@ func (c *part) taken(ctx context.Context, raw []byte, accept func(id string, pay
 
 // pop takes a ready item without blocking (nil when none).
 func (c *part) pop(ctx context.Context) ([]byte, error) {
-	return Wait(ctx, c, c.Store.Pop, c.giveBack)
+	raws, err := c.popN(ctx, 1)
+	if len(raws) == 0 {
+		return nil, err
+	}
+	return raws[0], err
 }
 
-// popN takes up to n ready items without blocking.
+// popN takes up to n ready items without blocking. The takes of one part's
+// concurrent callers share one pop script call (c.pops), each given its
+// share of the items in the order the script took them.
 func (c *part) popN(ctx context.Context, n int) ([][]byte, error) {
-	return Wait(ctx, c, func(ctx context.Context) ([][]byte, error) {
-		return c.Store.PopN(ctx, n)
-	}, func(raws [][]byte, err error) {
-		for i := len(raws) - 1; err == nil && i >= 0; i-- {
-			c.giveBack(raws[i], nil)
-		}
-	})
+	if err := c.layout.check(ctx, &c.bg); err != nil {
+		return nil, err
+	}
+	raws, _, err := c.pops.do(ctx, n)
+	return raws, err
+}
+
+// popCalls takes ready items for several callers (up to ns[i] each) in one
+// pop script call.
+func (c *part) popCalls(ctx context.Context, ns []int) ([][][]byte, error) {
+	total := 0
+	for _, n := range ns {
+		total += n
+	}
+	raws, err := c.Store.PopN(ctx, total)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][][]byte, len(ns))
+	k := 0
+	for i, n := range ns {
+		m := min(n, len(raws)-k)
+		out[i] = raws[k : k+m : k+m]
+		k += m
+	}
+	return out, nil
+}
+
+// leftPops puts back, in their order at the head of the ready list, the
+// items taken for callers that stopped waiting while their take was on
+// its way.
+func (c *part) leftPops(outs [][][]byte) {
+	var raws [][]byte
+	for _, o := range outs {
+		raws = append(raws, o...)
+	}
+	for i := len(raws) - 1; i >= 0; i-- {
+		c.giveBack(raws[i], nil)
+	}
 }
 
 // waitClaim blocks (one block at most) until an item is ready and claims

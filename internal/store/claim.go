@@ -22,21 +22,9 @@ import (
 // must be the same in every process, so it is not configurable.
 const ClaimedHold = 30 * time.Second
 
-// Pop removes and returns the next ready item without blocking: the
-// oldest of the highest priority; nil when none. It counts as processed
-// (pop.lua). go-redis does not resend it: a resent pop would take a second
-// item while the first one's reply is lost.
-func (q *Partition) Pop(ctx context.Context) ([]byte, error) {
-	envs, err := q.popScript(ctx, 1, "")
-	if err != nil || len(envs) == 0 {
-		return nil, err
-	}
-	return envs[0], nil
-}
-
 // TakeMarked takes the next ready item for a blocking wait that returned
 // the priority marker or a group's turn (raw, see IsMarker; it leaves the
-// claimed list): nil when none is left. Not resent, like Pop.
+// claimed list): nil when none is left. Not resent, like PopN.
 func (q *Partition) TakeMarked(ctx context.Context, raw []byte) ([]byte, error) {
 	envs, err := q.popScript(ctx, 1, string(raw))
 	if err != nil || len(envs) == 0 {
@@ -129,8 +117,10 @@ func (q *Partition) DeadLetter(ctx context.Context, raw []byte) error {
 }
 
 // PopN removes and returns up to n of the next ready items without
-// blocking, in take order (see Pop); nil when none. Not resent by go-redis,
-// like Pop.
+// blocking, in take order: the oldest of the highest priority first; nil
+// when none. They count as processed (pop.lua). go-redis does not resend
+// it: a resent pop would take more items while the first one's reply is
+// lost.
 func (q *Partition) PopN(ctx context.Context, n int) ([][]byte, error) {
 	return q.popScript(ctx, n, "")
 }
