@@ -1,14 +1,14 @@
 package store_test
 
 import (
+	"context"
 	"maps"
 	"strconv"
-
-	"context"
-	"github.com/redis/go-redis/v9"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redelay/redelay/internal/envelope"
 	"github.com/redelay/redelay/internal/lua"
