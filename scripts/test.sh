@@ -18,6 +18,10 @@
 # package, installed without its recommends when missing; its service is
 # neither started by the tests nor needed).
 #
+# It also installs Debian's python3-redis and python3-pytest when missing,
+# and runs the Python producer's tests (clients/python) with pytest; the
+# library's tests run that producer against Go consumers.
+#
 # Extra arguments go to `go test` of the library only, e.g.
 # ./scripts/test.sh -run TestFoo -v
 set -euo pipefail
@@ -34,6 +38,14 @@ if (($# == 0)) && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/
 fi
 if (($# == 0)) && ! command -v chromium >/dev/null 2>&1; then
 	missing+=(chromium)
+fi
+# The cross-language tests run the Python producer (clients/python) on
+# Debian's python3 with its redis-py; its own tests use pytest.
+if ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
+	missing+=(python3-redis)
+fi
+if (($# == 0)) && ! /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1; then
+	missing+=(python3-pytest)
 fi
 # The race detector needs cgo, hence a C compiler.
 if ! command -v "$(go env CC)" >/dev/null 2>&1; then
@@ -92,6 +104,8 @@ go vet ./...
 go test -race -count=1 -timeout 15m "$@" ./...
 
 if (($# == 0)); then
+	# The Python producer's own tests (a redis-server of their own).
+	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider clients/python/tests
 	install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
 	(
 		# The tool builds against this checkout's library through

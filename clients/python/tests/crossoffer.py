@@ -1,0 +1,86 @@
+"""Offers a fixed set of items to a queue, for the Go test that consumes
+them (internal/systemtest/polyglot_test.go). Prints one JSON object:
+what was offered and when, for the consumer to check.
+
+    python3 crossoffer.py ADDR QUEUE [--cluster]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import redis  # noqa: E402
+
+from redelay import DuplicateError, Producer  # noqa: E402
+
+
+class LostReply:
+    """Runs the first offer call but loses its reply, as a dropped
+    connection does: the producer must resend it."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.lost = False
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def evalsha(self, *args):
+        out = self.inner.evalsha(*args)
+        if not self.lost:
+            self.lost = True
+            raise redis.exceptions.ConnectionError("reply lost")
+        return out
+
+    def eval(self, *args):
+        out = self.inner.eval(*args)
+        if not self.lost:
+            self.lost = True
+            raise redis.exceptions.ConnectionError("reply lost")
+        return out
+
+
+def main() -> None:
+    addr, queue = sys.argv[1], sys.argv[2]
+    host, port = addr.rsplit(":", 1)
+    if "--cluster" in sys.argv[3:]:
+        client = redis.RedisCluster(host=host, port=int(port))
+    else:
+        client = redis.Redis(host=host, port=int(port))
+    p = Producer(client, queue)
+    start_ms = int(time.time() * 1000)
+    items = []
+    # Offered in one order, due in another.
+    for i, delay in enumerate([1.2, 0.3, 0.9, 0.6, 1.5]):
+        id = f"py-{i}"
+        value = {"n": i, "text": f"from python ✓ {i}"}
+        headers = {"lang": "python", "i": str(i)}
+        p.offer(value, delay=delay, id=id, headers=headers)
+        items.append({"id": id, "value": value, "headers": headers, "delay_ms": int(delay * 1000)})
+    duplicate_refused = False
+    try:
+        p.offer({"n": 99, "text": "a second py-2"}, delay=0.1, id="py-2")
+    except DuplicateError:
+        duplicate_refused = True
+    lost = LostReply(client)
+    resent = Producer(lost, queue)
+    value = {"n": 5, "text": "resent"}
+    resent.offer(value, delay=0.45, id="py-resent", headers={"lang": "python"})
+    items.append({"id": "py-resent", "value": value, "headers": {"lang": "python"}, "delay_ms": 450})
+    for id, n in zip(p.offer_batch([{"n": 6 + k, "text": "batch"} for k in range(3)], delay=0.75, headers={"lang": "python"}), range(6, 9)):
+        items.append({"id": id, "value": {"n": n, "text": "batch"}, "headers": {"lang": "python"}, "delay_ms": 750})
+    print(json.dumps({
+        "start_ms": start_ms,
+        "items": items,
+        "duplicate_refused": duplicate_refused,
+        "reply_lost": lost.lost,
+    }))
+
+
+if __name__ == "__main__":
+    main()
