@@ -19,8 +19,9 @@
 # neither started by the tests nor needed).
 #
 # It also installs Debian's python3-redis and python3-pytest when missing,
-# and runs the Python producer's tests (clients/python) with pytest; the
-# library's tests run that producer against Go consumers.
+# and runs the Python and Node producers' tests (clients/python with
+# pytest, clients/node with node's test runner, after npm ci); the
+# library's tests run both producers against Go consumers.
 #
 # Extra arguments go to `go test` of the library only, e.g.
 # ./scripts/test.sh -run TestFoo -v
@@ -33,7 +34,9 @@ missing=()
 if ! command -v "$redis_server" >/dev/null 2>&1 || ! command -v "$redis_cli" >/dev/null 2>&1; then
 	missing+=(redis-server redis-tools)
 fi
-if (($# == 0)) && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
+# Node.js runs BullMQ in the benchmark's smoke run and the Node producer
+# (clients/node) in the library's cross-language tests.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	missing+=(nodejs npm)
 fi
 if (($# == 0)) && ! command -v chromium >/dev/null 2>&1; then
@@ -101,11 +104,15 @@ go vet ./...
 # redelay's go.mod), which ./... does not reach. (-o /dev/null: go build
 # would leave the example's binary in the tree.)
 (cd examples/tracing && go vet ./... && go build -o /dev/null ./...)
+# The Node producer's dependencies (ioredis), for the cross-language tests.
+(cd clients/node && npm ci --no-audit --no-fund --loglevel=error)
 go test -race -count=1 -timeout 15m "$@" ./...
 
 if (($# == 0)); then
 	# The Python producer's own tests (a redis-server of their own).
 	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider clients/python/tests
+	# The Node producer's own tests.
+	(cd clients/node && npm test --silent)
 	install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
 	(
 		# The tool builds against this checkout's library through

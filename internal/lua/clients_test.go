@@ -21,6 +21,7 @@ var clientScripts = map[string]string{
 var clientDirs = []string{
 	"../../clients/protocol",
 	"../../clients/python/redelay/lua",
+	"../../clients/node/lua",
 }
 
 // Producers in other languages load the very scripts the Go producer runs,

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,30 @@ func checkPoly(t *testing.T, offered polyOffered, got []polyDelivery) {
 	}
 }
 
+// runProducer runs a producer script of another language (exe, then
+// script's args) against rdb's queue name and returns what it offered.
+func runProducer(t *testing.T, rdb redis.UniversalClient, name, exe string, script ...string) polyOffered {
+	t.Helper()
+	addr, cluster := seedAddr(t, rdb)
+	args := append(slices.Clone(script), addr, name)
+	if cluster {
+		args = append(args, "--cluster")
+	}
+	cmd := exec.Command(exe, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", exe, args, err, stderr.String())
+	}
+	var offered polyOffered
+	if err := json.Unmarshal(out, &offered); err != nil {
+		t.Fatalf("producer output %q: %v", out, err)
+	}
+	return offered
+}
+
 // Items offered by the Python producer (clients/python) are consumed by a
 // Go Consume with the JSON codec.
 func TestPythonProducerToGoConsumer(t *testing.T) {
@@ -176,23 +201,26 @@ func TestPythonProducerToGoConsumer(t *testing.T) {
 	script := filepath.Join(repoDir(t), "clients", "python", "tests", "crossoffer.py")
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		name := redistest.QueueName(t)
-		addr, cluster := seedAddr(t, rdb)
-		args := []string{script, addr, name}
-		if cluster {
-			args = append(args, "--cluster")
-		}
-		cmd := exec.Command(exe, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", script, err, stderr.String())
-		}
-		var offered polyOffered
-		if err := json.Unmarshal(out, &offered); err != nil {
-			t.Fatalf("producer output %q: %v", out, err)
-		}
+		offered := runProducer(t, rdb, name, exe, script)
+		checkPoly(t, offered, consumePoly(t, rdb, name, len(offered.Items)))
+	})
+}
+
+// Items offered by the Node producer (clients/node) are consumed by a Go
+// Consume with the JSON codec.
+func TestNodeProducerToGoConsumer(t *testing.T) {
+	dir := filepath.Join(repoDir(t), "clients", "node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ioredis")); err != nil {
+		t.Fatalf("the Node producer's dependencies are not installed (cd clients/node && npm ci; scripts/test.sh does): %v", err)
+	}
+	exe, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH (Debian: apt-get install nodejs; scripts/test.sh does): %v", err)
+	}
+	script := filepath.Join(dir, "test", "crossoffer.js")
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		name := redistest.QueueName(t)
+		offered := runProducer(t, rdb, name, exe, script)
 		checkPoly(t, offered, consumePoly(t, rdb, name, len(offered.Items)))
 	})
 }
