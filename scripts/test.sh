@@ -110,7 +110,7 @@ go test -race -count=1 -timeout 15m "$@" ./...
 
 if (($# == 0)); then
 	# The Python producer's own tests (a redis-server of their own).
-	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider clients/python/tests
+	(cd clients/python && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
 	# The Node producer's own tests.
 	(cd clients/node && npm test --silent)
 	install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
