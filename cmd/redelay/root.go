@@ -102,6 +102,7 @@ it.`,
 		a.schedulesCommand(),
 		a.runScheduleCommand(),
 		a.unscheduleCommand(),
+		a.importZSetCommand(),
 		a.dashboardCommand(),
 		a.versionCommand(),
 	)
