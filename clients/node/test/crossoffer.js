@@ -6,6 +6,7 @@
 
 import { Cluster, Redis } from 'ioredis';
 import { DuplicateError, Producer } from '../index.js';
+import { lostReply } from './lossy.js';
 
 const [addr, queue, ...flags] = process.argv.slice(2);
 const i = addr.lastIndexOf(':');
@@ -32,30 +33,13 @@ try {
   } catch (err) {
     duplicateRefused = err instanceof DuplicateError;
   }
-  // A client whose first offer call runs but whose reply is lost.
-  let lost = false;
-  const lossy = new Proxy(client, {
-    get(target, prop) {
-      if (prop === 'evalsha' || prop === 'eval') {
-        return async (...args) => {
-          const out = await target[prop](...args);
-          if (!lost) {
-            lost = true;
-            throw new Error('Connection is closed.');
-          }
-          return out;
-        };
-      }
-      const v = target[prop];
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
+  const lossy = lostReply(client);
   const value = { n: 5, text: 'resent' };
-  await new Producer(lossy, queue).offer(value, { delay: 450, id: 'js-resent', headers: { lang: 'node' } });
+  await new Producer(lossy.client, queue).offer(value, { delay: 450, id: 'js-resent', headers: { lang: 'node' } });
   items.push({ id: 'js-resent', value, headers: { lang: 'node' }, delay_ms: 450 });
   const ids = await p.offerBatch([0, 1, 2].map((k) => ({ n: 6 + k, text: 'batch' })), { delay: 750, headers: { lang: 'node' } });
   ids.forEach((id, k) => items.push({ id, value: { n: 6 + k, text: 'batch' }, headers: { lang: 'node' }, delay_ms: 750 }));
-  process.stdout.write(JSON.stringify({ start_ms: startMs, items, duplicate_refused: duplicateRefused, reply_lost: lost }) + '\n');
+  process.stdout.write(JSON.stringify({ start_ms: startMs, items, duplicate_refused: duplicateRefused, reply_lost: lossy.state.lost }) + '\n');
 } finally {
   client.disconnect();
 }

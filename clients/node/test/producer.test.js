@@ -8,6 +8,7 @@ import {
   DuplicateError, InvalidArgumentError, OfferOutcomeUnknownError, Producer, QueueFullError,
   isTickId, partitionOf,
 } from '../index.js';
+import { lostReply } from './lossy.js';
 import { startRedis } from './server.js';
 
 const K = { delayed: 'redelay:{orders}:delayed', items: 'redelay:{orders}:items', ready: 'redelay:{orders}:ready', meta: 'redelay:{orders}:meta' };
@@ -129,26 +130,10 @@ describe('Producer', () => {
 
   test('a resent offer is stored once', async () => {
     // The first call runs on the server but its reply is lost.
-    let lost = false;
-    const lossy = new Proxy(r, {
-      get(target, prop) {
-        if (prop === 'evalsha') {
-          return async (...args) => {
-            const out = await target.evalsha(...args);
-            if (!lost) {
-              lost = true;
-              throw new Error('Connection is closed.');
-            }
-            return out;
-          };
-        }
-        const v = target[prop];
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
-    const p = new Producer(lossy, 'orders');
+    const lossy = lostReply(r);
+    const p = new Producer(lossy.client, 'orders');
     assert.equal(await p.offer('d', { delay: 60000, id: 'd' }), 'd');
-    assert.ok(lost);
+    assert.ok(lossy.state.lost);
     assert.equal(await r.zcard(K.delayed), 1);
   });
 

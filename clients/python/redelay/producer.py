@@ -224,7 +224,7 @@ class Producer:
         """Cancels the pending item ``id``: True when it was pending and is
         now removed, False when no pending item has this ID (it was never
         offered, is ready or delivered already, or was removed)."""
-        self._check_id(id)
+        _check_text("id", id, MAX_ID_LEN)
         keys = self._keys(partition_of(id, self._partition_count()))
         return bool(self._run(_REMOVE, [keys.delayed, keys.items], [id]))
 
@@ -247,9 +247,9 @@ class Producer:
         if isinstance(it.priority, bool) or not isinstance(it.priority, int) or not 0 <= it.priority <= MAX_PRIORITY:
             raise InvalidArgumentError(f"priority {it.priority!r}: want 0 to {MAX_PRIORITY}")
         if it.group is not None:
-            _check_group(it.group)
+            _check_text("group key", it.group, MAX_ID_LEN)
         if it.id is not None:
-            self._check_id(it.id)
+            _check_text("id", it.id, MAX_ID_LEN)
             id = it.id
         else:
             mode = mode.upper()  # a generated ID: no pending item holds it
@@ -275,19 +275,6 @@ class Producer:
             return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError) as e:
             raise InvalidArgumentError(f"json codec: {e}") from e
-
-    @staticmethod
-    def _check_id(id: str) -> None:
-        if not isinstance(id, str):
-            raise InvalidArgumentError(f"id {id!r}: want a str")
-        if id == "":
-            raise InvalidArgumentError("empty id")
-        try:
-            n = len(id.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise InvalidArgumentError(f"id {id!r} is not UTF-8") from None
-        if n > MAX_ID_LEN:
-            raise InvalidArgumentError(f"id of {n} bytes, at most {MAX_ID_LEN}")
 
     @staticmethod
     def _check_headers(h: Optional[Mapping[str, str]]) -> None:
@@ -385,17 +372,18 @@ def _micros(d: Delay) -> int:
     return us
 
 
-def _check_group(g: str) -> None:
-    if not isinstance(g, str):
-        raise InvalidArgumentError(f"group {g!r}: want a str")
-    if g == "":
-        raise InvalidArgumentError("empty group key")
+def _check_text(what: str, s: str, limit: int) -> None:
+    """Checks an ID or a group key: a str of 1 to limit bytes of UTF-8."""
+    if not isinstance(s, str):
+        raise InvalidArgumentError(f"{what} {s!r}: want a str")
+    if s == "":
+        raise InvalidArgumentError(f"empty {what}")
     try:
-        n = len(g.encode("utf-8"))
+        n = len(s.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidArgumentError(f"group key {g!r} is not UTF-8") from None
-    if n > MAX_ID_LEN:
-        raise InvalidArgumentError(f"group key of {n} bytes, at most {MAX_ID_LEN}")
+        raise InvalidArgumentError(f"{what} {s!r} is not UTF-8") from None
+    if n > limit:
+        raise InvalidArgumentError(f"{what} of {n} bytes, at most {limit}")
 
 
 def _base36(n: int) -> str:

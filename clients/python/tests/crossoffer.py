@@ -12,37 +12,14 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(here, ".."), here]
 
 import redis  # noqa: E402
 
 from redelay import DuplicateError, Producer  # noqa: E402
 
-
-class LostReply:
-    """Runs the first offer call but loses its reply, as a dropped
-    connection does: the producer must resend it."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.lost = False
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def evalsha(self, *args):
-        out = self.inner.evalsha(*args)
-        if not self.lost:
-            self.lost = True
-            raise redis.exceptions.ConnectionError("reply lost")
-        return out
-
-    def eval(self, *args):
-        out = self.inner.eval(*args)
-        if not self.lost:
-            self.lost = True
-            raise redis.exceptions.ConnectionError("reply lost")
-        return out
+from lossy import LostReply  # noqa: E402
 
 
 def main() -> None:

@@ -21,6 +21,8 @@ from redelay import (
 )
 from redelay._keys import Keys, is_tick_id, partition_of
 
+from lossy import LostReply
+
 K = Keys("redelay", "orders")
 
 
@@ -124,32 +126,15 @@ def test_priority_and_group_are_extensions(r):
     assert e["ext"] == {1: bytes([7]), 3: b"tenant-a"}
 
 
-class LostReply:
-    """A client whose first offer call runs on the server but whose reply is
-    lost, as when a connection drops after the request went out."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.lost = 0
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def evalsha(self, *args):
-        out = self.inner.evalsha(*args)
-        if self.lost == 0:
-            self.lost += 1
-            raise redis.exceptions.ConnectionError("connection reset after the request was sent")
-        return out
-
-
 def test_a_resent_offer_is_stored_once(r):
-    p = Producer(LostReply(r), "orders")
-    ids = p.offer_batch(["a", "b", "c"], delay=60)
+    lossy = LostReply(r)
+    ids = Producer(lossy, "orders").offer_batch(["a", "b", "c"], delay=60)
+    assert lossy.lost
     assert len(set(ids)) == 3
     assert r.zcard(K.delayed) == 3
-    q = Producer(LostReply(r), "orders")
-    assert q.offer("d", delay=60, id="d") == "d"  # the resend is answered, not refused as a duplicate
+    lossy = LostReply(r)
+    assert Producer(lossy, "orders").offer("d", delay=60, id="d") == "d"  # the resend is answered, not refused as a duplicate
+    assert lossy.lost
     assert r.zcard(K.delayed) == 4
 
 
