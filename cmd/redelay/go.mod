@@ -6,7 +6,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/redelay/redelay v0.0.0-20261204132622-5400003af4d1
+	github.com/redelay/redelay v0.0.0-20261204155410-dffb859d1fe0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/mod v0.43.0
