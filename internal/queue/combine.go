@@ -119,6 +119,30 @@ func (l *lanes) put(lane int) {
 	l.free = append(l.free, lane)
 }
 
+// sum is the total of ns: how many items callers asked one shared call
+// for.
+func sum(ns []int) int {
+	t := 0
+	for _, n := range ns {
+		t += n
+	}
+	return t
+}
+
+// share hands out the items of a shared call in order: up to ns[i] to
+// caller i, the first callers first (later ones get fewer, or none, when
+// the call got fewer than asked).
+func share[T any](items []T, ns []int) [][]T {
+	out := make([][]T, len(ns))
+	k := 0
+	for i, n := range ns {
+		m := min(n, len(items)-k)
+		out[i] = items[k : k+m : k+m]
+		k += m
+	}
+	return out
+}
+
 // offerRes is one offer's outcome: its status, and with it an error
 // wrapping ErrNotReplicated when replicas did not confirm the call.
 type offerRes struct {

@@ -275,22 +275,15 @@ type leaseOut struct {
 // leaseCalls leases ready items for several callers (up to ns[i] each) in
 // one receive script call.
 func (c *part) leaseCalls(ctx context.Context, ns []int) ([]leaseOut, error) {
-	total := 0
-	for _, n := range ns {
-		total += n
-	}
-	prefix := NewToken()
 	sent := time.Now()
-	res, err := c.Store.Lease(ctx, c.Cfg.Visibility, total, prefix, nil, Limits{})
+	res, err := c.Store.Lease(ctx, c.Cfg.Visibility, sum(ns), NewToken(), nil, Limits{})
 	if err != nil {
 		return nil, err
 	}
+	shares := share(res, ns)
 	out := make([]leaseOut, len(ns))
-	k := 0
-	for i, n := range ns {
-		m := min(n, len(res)-k)
-		out[i] = leaseOut{res: res[k : k+m : k+m], sent: sent}
-		k += m
+	for i, r := range shares {
+		out[i] = leaseOut{res: r, sent: sent}
 	}
 	return out, nil
 }

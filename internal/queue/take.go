@@ -221,22 +221,11 @@ func (c *part) popN(ctx context.Context, n int) ([][]byte, error) {
 // popCalls takes ready items for several callers (up to ns[i] each) in one
 // pop script call.
 func (c *part) popCalls(ctx context.Context, ns []int) ([][][]byte, error) {
-	total := 0
-	for _, n := range ns {
-		total += n
-	}
-	raws, err := c.Store.PopN(ctx, total)
+	raws, err := c.Store.PopN(ctx, sum(ns))
 	if err != nil {
 		return nil, err
 	}
-	out := make([][][]byte, len(ns))
-	k := 0
-	for i, n := range ns {
-		m := min(n, len(raws)-k)
-		out[i] = raws[k : k+m : k+m]
-		k += m
-	}
-	return out, nil
+	return share(raws, ns), nil
 }
 
 // leftPops puts back, in their order at the head of the ready list, the
