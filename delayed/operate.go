@@ -113,7 +113,7 @@ func (d *Queue[T]) RescheduleAt(ctx context.Context, id string, due time.Time, o
 		return fmt.Errorf("reschedule %s: %w", d.q.Name(), err)
 	}
 	if !o.allowPast {
-		if err := queue.CheckNotPast(due, time.Now()); err != nil {
+		if err := queue.CheckNotPast(due, d.q.Clock()); err != nil {
 			return fmt.Errorf("reschedule %s in %s: %w; Promote makes it ready now, or pass AllowPast to keep a past due time", id, d.q.Name(), err)
 		}
 	}

@@ -37,7 +37,8 @@ const (
 // through the logger of the queue that checks. A server that refuses INFO
 // (an ACL without @dangerous) is never asked again; the policy stays
 // unknown. No lock is held across the read, and at most one read of a
-// client is in flight.
+// client is in flight. A test kit also records here the clock of a
+// server whose time it moves (SetClock) and a shorter block (LimitBlock).
 type Server struct {
 	// next is when Claim says that a check has something to do, in Unix
 	// ns: read the policy, or warn of it. math.MaxInt64 while a check is
@@ -52,6 +53,44 @@ type Server struct {
 	refused bool          // the server refused INFO
 	reading chan struct{} // closed when the read in flight ends; nil when none
 	warned  string        // the evicting policy last warned of
+
+	clock atomic.Pointer[func() time.Time] // SetClock's; nil: time.Now
+	block atomic.Int64                     // LimitBlock's, in ns; 0: none
+}
+
+// LimitBlock makes the blocking waits of queues opened on the client
+// afterwards block on the server for at most d at a time (see
+// store.Client.LimitBlock): a test kit's embedded server, where a queue
+// closed while its consumer waits should not wait for a long block to end.
+func (s *Server) LimitBlock(d time.Duration) { s.block.Store(int64(d)) }
+
+// Block is LimitBlock's limit; 0 when none was set (a nil Server too).
+func (s *Server) Block() time.Duration {
+	if s == nil {
+		return 0
+	}
+	return time.Duration(s.block.Load())
+}
+
+// Now is the time on the server's clock as this process keeps it: the
+// library's own time checks (a lease surely held, an item past its TTL,
+// a due time in the past) read it, so that they agree with the scripts,
+// which read the server's TIME. It is time.Now, unless a test kit drives
+// the server's clock (SetClock). A nil Server reads time.Now.
+func (s *Server) Now() time.Time {
+	if s != nil {
+		if f := s.clock.Load(); f != nil {
+			return (*f)()
+		}
+	}
+	return time.Now()
+}
+
+// SetClock makes Now read now, for a server whose clock is not the real
+// one: an embedded Redis whose time a test moves (package redelaytest).
+// Queues opened on the client before or after read it alike.
+func (s *Server) SetClock(now func() time.Time) {
+	s.clock.Store(&now)
 }
 
 // ServerOf returns the record of the deployment behind rdb: one per

@@ -95,7 +95,7 @@ func (t *Target) validate() error {
 // exists because the contract is "one transfer service per Redis client in
 // the process", shared by queues that do not know of each other; what is
 // known of a client's server (its eviction policy, read and warned of once
-// per client) is kept beside it. Its lock guards the maps only: no network
+// per client; the clock a test kit sets for it) is kept beside it. Its lock guards the maps only: no network
 // call is made while it is held. A service is dropped when its last queue
 // closes; a Server record is held by a weak pointer to its client and
 // dropped when the client is garbage collected (see ServerOf).
@@ -396,8 +396,54 @@ func RunOnce(ctx context.Context, t Target) error {
 	if err := t.validate(); err != nil {
 		return err
 	}
-	_, err := newWorker(t).drain(ctx)
+	_, _, err := newWorker(t).drain(ctx)
 	return err
+}
+
+// maxSteps bounds the runs of one queue in Step.
+const maxSteps = 16
+
+// Step runs at once, in the calling goroutine, what the workers of rdb's
+// service do when woken (move due items, reclaim expired leases,
+// materialize due schedule ticks) until nothing more is due on the
+// server's clock, then wakes the workers so that they set their timers
+// from it. It is for a test kit that moves an embedded server's clock
+// (package redelaytest): when Step returns, what fell due has happened. A
+// client no queue of this process transfers has nothing to step. It
+// returns the first error.
+func Step(ctx context.Context, rdb redis.UniversalClient) error {
+	var ws []*worker
+	if reflect.TypeOf(rdb).Comparable() {
+		registry.mu.Lock()
+		s := registry.services[rdb]
+		registry.mu.Unlock()
+		if s != nil {
+			s.mu.Lock()
+			for _, w := range s.workers {
+				ws = append(ws, w)
+			}
+			s.mu.Unlock()
+		}
+	}
+	var errs []error
+	for _, w := range ws {
+		// A worker of its own, as RunOnce: the running worker's
+		// goroutine keeps its state; both may run at once, as workers
+		// of two processes do.
+		step := newWorker(w.t)
+		for range maxSteps {
+			_, again, err := step.drain(ctx)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if !again {
+				break
+			}
+		}
+		w.wake()
+	}
+	return errors.Join(errs...)
 }
 
 // retentions returns, for each key prefix of the service's announced

@@ -91,7 +91,7 @@ func (w *worker) run() {
 	defer timer.Stop()
 	failures := 0
 	for {
-		next, err := w.drain(ctx)
+		next, _, err := w.drain(ctx)
 		select {
 		case <-w.quit:
 			return
@@ -142,8 +142,10 @@ func call[R any](ctx context.Context, w *worker, f func(context.Context) (R, err
 
 // drain moves due items until a batch comes back short, reclaims expired
 // leases, then returns when to run next: when the next item falls due or
-// lease expires, at most the sweep interval away.
-func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
+// lease expires, at most the sweep interval away. again says that
+// something is due within a millisecond of the server's clock (an item
+// that arrived between two reads, more schedules than one run takes).
+func (w *worker) drain(ctx context.Context) (next time.Time, again bool, err error) {
 	start, moved := time.Now(), 0
 	defer func() {
 		if err == nil {
@@ -155,7 +157,7 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 		sent := time.Now()
 		res, err := call(ctx, w, func(ctx context.Context) (store.Moved, error) { return q.Transfer(ctx, w.t.BatchSize) })
 		if err != nil {
-			return time.Time{}, fmt.Errorf("transfer %s: %w", q.K.Name, err)
+			return time.Time{}, false, fmt.Errorf("transfer %s: %w", q.K.Name, err)
 		}
 		replied := time.Now()
 		// The script read the server's clock (NowUs) about halfway
@@ -186,7 +188,7 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 		}
 		lease, err := w.reclaim(ctx)
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 		if lease >= 0 {
 			wait = min(wait, lease)
@@ -197,7 +199,7 @@ func (w *worker) drain(ctx context.Context) (next time.Time, err error) {
 		if soonest := replied.Add(100 * time.Microsecond); next.Before(soonest) {
 			next = soonest
 		}
-		return next, nil
+		return next, wait <= time.Millisecond, nil
 	}
 }
 

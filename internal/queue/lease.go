@@ -61,9 +61,9 @@ type Lease struct {
 	start time.Time
 
 	mu sync.Mutex
-	// held is how long the lease surely lasts on this machine's clock: the
-	// time just before the call that leased or extended it was sent, plus
-	// its duration. Redis ends a lease only after its deadline, so a lease
+	// held is how long the lease surely lasts on the server's clock as
+	// this process keeps it (part.now): the time just before the call that
+	// leased or extended it was sent, plus its duration. Redis ends a lease only after its deadline, so a lease
 	// found gone before held was settled by an earlier send of the same
 	// settlement (go-redis resent it after a lost reply): that is success.
 	held  time.Time
@@ -255,7 +255,7 @@ func (c *part) lease(ctx context.Context, n int, claimed []byte, r ReceiveReques
 	}
 	vis := c.Cfg.Visibility
 	prefix := NewToken()
-	sent := time.Now()
+	sent := c.now()
 	res, err := Wait(ctx, c, func(ctx context.Context) ([]store.Leased, error) {
 		return c.Store.Lease(ctx, vis, n, prefix, claimed, r.Limits)
 	}, c.releaseLate)
@@ -275,7 +275,7 @@ type leaseOut struct {
 // leaseCalls leases ready items for several callers (up to ns[i] each) in
 // one receive script call.
 func (c *part) leaseCalls(ctx context.Context, ns []int) ([]leaseOut, error) {
-	sent := time.Now()
+	sent := c.now()
 	res, err := c.Store.Lease(ctx, c.Cfg.Visibility, sum(ns), NewToken(), nil, Limits{})
 	if err != nil {
 		return nil, err
@@ -451,7 +451,7 @@ func (l *Lease) abort() {
 func (l *Lease) end(op string, found bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if found || time.Now().Before(l.held) {
+	if found || l.part.now().Before(l.held) {
 		l.state = settled
 		return nil
 	}
@@ -727,7 +727,7 @@ func (c *part) extend(ctx context.Context, by time.Duration, ls []*Lease) ([]boo
 	for i, l := range ls {
 		tokens[i] = l.token
 	}
-	sent := time.Now()
+	sent := c.now()
 	held, err := Call(ctx, c, func(ctx context.Context) ([]bool, error) {
 		return c.Store.Extend(ctx, by, tokens)
 	}, nil)

@@ -169,6 +169,8 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *part
 	}
 	if c.err == nil {
 		sc := store.New(rdb)
+		c.srv = mover.ServerOf(rdb)
+		sc.LimitBlock(c.srv.Block())
 		if cfg.ReplicaAckSet {
 			if err := sc.CheckReplicaAck(cfg.ReplicaAck, cfg.ReplicaAckTimeout); err != nil {
 				c.err = fmt.Errorf("%w: WithReplicaAck(%d, %v): %w", ErrInvalidQueue, cfg.ReplicaAck, cfg.ReplicaAckTimeout, err)
@@ -180,7 +182,6 @@ func New(rdb redis.UniversalClient, name string, cfg Config, optErr error) *part
 		c.Cfg.Telemetry.ServerAddress, c.Cfg.Telemetry.ServerPort = telemetry.ServerOf(rdb)
 		c.Cfg.Telemetry.ErrorType = ErrorType
 		c.Tel = telemetry.New(c.Cfg.Telemetry, k.Name)
-		c.srv = mover.ServerOf(rdb)
 		c.layout = &layout{n: max(cfg.Partitions, 1), meta: c.Store}
 	}
 	c.initBatchers()
@@ -241,6 +242,11 @@ func (c *part) Name() string { return c.Keys.Name }
 // (an item's deadline ends when it is dead-lettered; one dead-lettered by
 // a release that kept it is not expired either).
 func (c *part) Deadlines() bool { return !c.child }
+
+// now is the time on the server's clock as this process keeps it
+// (mover.Server.Now): the time checks made here, outside a script, read
+// it, so that a test kit that moves the server's clock moves them too.
+func (c *part) now() time.Time { return c.srv.Now() }
 
 // Err is the construction error, or ErrClosed after Close.
 func (c *part) Err() error {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -73,6 +74,11 @@ func Invalid(why error) *Queue { return &Queue{parts: []*part{invalidPart(why)}}
 
 // Name is the queue's name.
 func (q *Queue) Name() string { return q.parts[0].Name() }
+
+// Clock is the time on the queue's server's clock as this process keeps
+// it, without a call (see mover.Server.Now; Now asks the server): the
+// faces' time checks read it.
+func (q *Queue) Clock() time.Time { return q.parts[0].now() }
 
 // Config is the queue's settings, defaults filled in.
 func (q *Queue) Config() Config { return q.parts[0].Cfg }

@@ -166,7 +166,7 @@ func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedules of %s: %w", q.Name(), err)
 	}
-	now := time.Now()
+	now := c.now()
 	out := make([]ScheduleInfo, 0, len(recs))
 	for name, raw := range recs {
 		rec, err := schedule.Decode(raw)

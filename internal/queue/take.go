@@ -181,7 +181,7 @@ func (q *Queue) awaitRunning(ctx context.Context, deadline time.Time) error {
 // consumed, and returns what the span of the Take needs of it.
 func (c *part) taken(ctx context.Context, raw []byte, accept func(id string, payload []byte) error) (telemetry.Msg, bool) {
 	e, err := c.Decode(raw)
-	if err == nil && c.Deadlines() && Expired(e, time.Now()) {
+	if err == nil && c.Deadlines() && Expired(e, c.now()) {
 		c.expireTaken(ctx, raw, e.ID)
 		return telemetry.Msg{}, false
 	}
@@ -355,7 +355,7 @@ func (c *part) giveBack(raw []byte, err error) {
 // dead letters, with the error "expired" and without its deadline.
 func (c *part) expireTaken(ctx context.Context, raw []byte, id string) {
 	ctx = context.WithoutCancel(ctx)
-	dead := envelope.DeadLetter(raw, "expired", envelope.Attempt(raw), time.Now())
+	dead := envelope.DeadLetter(raw, "expired", envelope.Attempt(raw), c.now())
 	if _, err := Call(ctx, c, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, c.Store.DeadLetter(ctx, dead)
 	}, nil); err != nil {

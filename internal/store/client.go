@@ -86,6 +86,16 @@ func blockBudget(rt time.Duration) time.Duration {
 	return b
 }
 
+// LimitBlock lowers the client's longest block to d when d is shorter
+// (and at least minBlock): waits then loop shorter blocks, and a call left
+// in flight when its caller leaves ends sooner. Call it before the client
+// is used.
+func (c *Client) LimitBlock(d time.Duration) {
+	if d >= minBlock && c.block > d {
+		c.block = d
+	}
+}
+
 // Block is how long one server-side block may last for a call with ctx:
 // the client's budget, or less when ctx's deadline is nearer. At least
 // 1 ms.
