@@ -26,6 +26,9 @@
 //   - [github.com/redelay/redelay/dashboard]: an http.Handler that shows
 //     and steers every queue in a browser, to mount behind your own
 //     authentication.
+//   - [github.com/redelay/redelay/redelaytest]: tests of code that uses
+//     the queues, on an embedded Redis with a clock the test moves
+//     (Advance), so that a 30-minute timeout is tested in milliseconds.
 //
 // The command-line tool is the module github.com/redelay/redelay/cmd/redelay
 // (its own go.mod): `redelay stats`, `redelay ls QUEUE --state dead`,
