@@ -152,7 +152,9 @@ func (e *Env) Now() time.Time { return *e.now.Load() }
 // Client move due items to their ready lists (in due order), reclaim the
 // leases that ran out and fire due schedule ticks; keys with a Redis TTL
 // age by d. Advance(0) does the same without moving the clock. A negative
-// d is refused with an error that wraps blocking.ErrInvalidArgument.
+// d, or one that takes the clock past the latest due time a queue holds
+// (the year 2255), is refused with an error that wraps
+// blocking.ErrInvalidArgument.
 //
 // In an Env of New, a failure fails the test (t.Fatalf: call Advance from
 // the test's goroutine); in an Env of Start, it is returned.
@@ -164,6 +166,10 @@ func (e *Env) Advance(d time.Duration) error {
 	defer e.advance.Unlock()
 	if d < 0 {
 		return e.fail(fmt.Errorf("redelaytest: advance by %v: the clock only moves forward: %w", d, queue.ErrInvalidArgument))
+	}
+	if to := e.Now().Add(d); to.After(queue.MaxDue) || to.Before(e.Now()) {
+		return e.fail(fmt.Errorf("redelaytest: advance by %v: past the latest time a queue holds (%v): %w",
+			d, queue.MaxDue.UTC().Format(time.DateOnly), queue.ErrInvalidArgument))
 	}
 	e.set(e.Now().Add(d))
 	e.mr.FastForward(d)

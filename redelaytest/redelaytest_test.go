@@ -419,6 +419,9 @@ func TestAdvanceRefusesGoingBack(t *testing.T) {
 	if err := env.AdvanceTo(t0.Add(-time.Second)); !errors.Is(err, blocking.ErrInvalidArgument) {
 		t.Fatalf("AdvanceTo(the past) = %v, want ErrInvalidArgument", err)
 	}
+	if err := env.AdvanceTo(time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)); !errors.Is(err, blocking.ErrInvalidArgument) {
+		t.Fatalf("AdvanceTo(2300) = %v, want ErrInvalidArgument", err)
+	}
 	if !env.Now().Equal(t0) {
 		t.Fatalf("the clock moved: %v, want %v", env.Now(), t0)
 	}
@@ -427,6 +430,37 @@ func TestAdvanceRefusesGoingBack(t *testing.T) {
 	}
 	if err := env.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
+	}
+}
+
+// After Close, Advance returns an error and queues fail with one; nothing
+// hangs or panics.
+func TestAdvanceAfterClose(t *testing.T) {
+	env, err := redelaytest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	q := blocking.New[string](env.Client(), "orders")
+	dq := delayed.New(q)
+	if _, err := dq.Offer(ctx, "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Advance(time.Minute); err == nil {
+		t.Fatal("Advance after Close: no error")
+	}
+	if _, err := dq.Offer(ctx, "b", time.Minute); err == nil {
+		t.Fatal("Offer after Close: no error")
+	}
+	if err := dq.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := q.Close(); err != nil {
+		t.Error(err)
 	}
 }
 
