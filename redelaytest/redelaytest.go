@@ -26,7 +26,8 @@
 // the queue does (a lease surely held, a TTL at Take, a due time in the
 // past). What consumers then do with what became ready (a handler of
 // Consume, a blocked Take) happens in their own goroutines, after
-// Advance returns; a test waits for it as it would for any goroutine.
+// Advance returns: [Env.WaitIdle] waits until they have taken and settled
+// it, before the test moves the clock again.
 // Waits measured in real time stay real: Poll's timeout, a handler's
 // timeout, Consume's rate limit.
 //
