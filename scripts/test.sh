@@ -18,10 +18,11 @@
 # package, installed without its recommends when missing; its service is
 # neither started by the tests nor needed).
 #
-# It also installs Debian's python3-redis and python3-pytest when missing,
-# and runs the Python and Node producers' tests (clients/python with
-# pytest, clients/node with node's test runner, after npm ci); the
-# library's tests run both producers against Go consumers.
+# It also installs Debian's python3-redis, python3-pytest and python3-pip
+# when missing, and runs the Python and Node producers' tests
+# (clients/python with pytest, a pip install of it included;
+# clients/node with node's test runner, after npm ci); the library's
+# tests run both producers against Go consumers.
 #
 # Extra arguments go to `go test` of the library only, e.g.
 # ./scripts/test.sh -run TestFoo -v
@@ -49,6 +50,11 @@ if ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
 fi
 if (($# == 0)) && ! /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1; then
 	missing+=(python3-pytest)
+fi
+# pip (with setuptools) installs the Python producer from the repository
+# in its install test, offline.
+if (($# == 0)) && ! /usr/bin/python3 -c 'import pip, setuptools' >/dev/null 2>&1; then
+	missing+=(python3-pip python3-setuptools)
 fi
 # The race detector needs cgo, hence a C compiler.
 if ! command -v "$(go env CC)" >/dev/null 2>&1; then
