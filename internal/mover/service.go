@@ -413,7 +413,7 @@ const maxSteps = 16
 // returns the first error.
 func Step(ctx context.Context, rdb redis.UniversalClient) error {
 	var ws []*worker
-	if reflect.TypeOf(rdb).Comparable() {
+	if rdb != nil && reflect.TypeOf(rdb).Comparable() {
 		registry.mu.Lock()
 		s := registry.services[rdb]
 		registry.mu.Unlock()
