@@ -112,6 +112,29 @@ go vet ./...
 (cd examples/tracing && go vet ./... && go build -o /dev/null ./...)
 # The Node producer's dependencies (ioredis), for the cross-language tests.
 (cd clients/node && npm ci --no-audit --no-fund --loglevel=error)
+
+# Background steps, their logs printed when they are waited for; killed
+# if the script exits first.
+bg_pids=()
+bg_logs=()
+trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "${bg_logs[@]}"' EXIT
+install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
+if (($# == 0)); then
+	# The tool's tests run beside the library's: both spend most of their
+	# time waiting on Redis and timers, so together they take little more
+	# than the library's alone. The tool builds against this checkout's
+	# library through cmd/redelay/go.work.
+	cli_log=$(mktemp)
+	bg_logs+=("$cli_log")
+	(
+		cd cmd/redelay
+		go vet ./...
+		go test -race -count=1 -timeout 10m -skip "$install_tests" ./...
+	) >"$cli_log" 2>&1 &
+	cli_pid=$!
+	bg_pids+=("$cli_pid")
+fi
+
 go test -race -count=1 -timeout 15m "$@" ./...
 
 if (($# == 0)); then
@@ -119,14 +142,13 @@ if (($# == 0)); then
 	(cd clients/python && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
 	# The Node producer's own tests.
 	(cd clients/node && npm test --silent)
-	install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
-	(
-		# The tool builds against this checkout's library through
-		# cmd/redelay/go.work.
-		cd cmd/redelay
-		go vet ./...
-		go test -race -count=1 -timeout 10m -skip "$install_tests" ./...
-	)
+	cli_rc=0
+	wait "$cli_pid" || cli_rc=$?
+	cat "$cli_log"
+	if ((cli_rc != 0)); then
+		echo "test.sh: the tool's tests (cmd/redelay) failed" >&2
+		exit "$cli_rc"
+	fi
 	# Then the README's install line against the modules as committed:
 	# the library at the commit go.mod pins, the tool at HEAD. It compiles
 	# the tool and its dependencies from an empty module cache, as a user's
@@ -142,11 +164,10 @@ if (($# == 0)); then
 		git fetch --quiet --unshallow || echo "test.sh: could not fetch the whole history" >&2
 	fi
 	install_log=$(mktemp)
+	bg_logs+=("$install_log")
 	(cd cmd/redelay && go test -count=1 -timeout 10m -run "$install_tests" ./internal/modpin) >"$install_log" 2>&1 &
 	install_pid=$!
-	# (|| true: under set -e a failing command in the trap, such as the
-	# kill of a test that already ended, would make the exit status 1.)
-	trap 'kill "$install_pid" 2>/dev/null || true; rm -f "$install_log"' EXIT
+	bg_pids+=("$install_pid")
 	(
 		cd bench
 		go vet ./...
