@@ -48,6 +48,11 @@ export interface OfferOptions {
   priority?: number;
   /** The item's group (fair share per key). */
   group?: string;
+  /**
+   * Time to live after the due time, in ms (1 ms to 10 years; default
+   * none): an item undelivered by then goes to the dead letters as expired.
+   */
+  ttl?: number;
 }
 
 export type OfferAtOptions = Omit<OfferOptions, 'delay'>;
@@ -56,6 +61,7 @@ export interface BatchOptions {
   delay?: number;
   headers?: Record<string, string>;
   priority?: number;
+  ttl?: number;
 }
 
 export interface Item<T = unknown> extends OfferOptions {
@@ -87,4 +93,4 @@ export declare function partitionOf(id: string, n: number): number;
 /** Whether id has the shape of a recurring schedule's tick ID. */
 export declare function isTickId(id: string): boolean;
 /** The envelope of one item (docs/format.md). */
-export declare function envelope(id: string, payload: Buffer, headers?: Record<string, string>, priority?: number, group?: string): Buffer;
+export declare function envelope(id: string, payload: Buffer, headers?: Record<string, string>, priority?: number, group?: string, ttlMs?: number): Buffer;

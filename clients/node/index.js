@@ -15,6 +15,8 @@ const MAX_PRIORITY = 9;
 const RESERVED_PREFIX = 'redelay-';
 const DEFAULT_MAX_PAYLOAD = 1 << 20;
 const MAX_DUE_US = 2n ** 53n;
+/** The longest TTL, in ms: 10 years (365-day years), as the Go library's. */
+const MAX_TTL_MS = 10 * 365 * 24 * 3600 * 1000;
 const CHUNK = 500;
 const LANE_TTL_MS = 60000;
 const MAX_NAME_LEN = 200;
@@ -134,11 +136,18 @@ function str(b) {
 
 /**
  * Builds the envelope of one item (docs/format.md), with zero times for the
- * offer script to stamp from the server's clock.
+ * offer script to stamp from the server's clock. A TTL is written in ms,
+ * 8 bytes big-endian; the script replaces it with the deadline (due time +
+ * TTL).
  */
-export function envelope(id, payload, headers, priority, group) {
+export function envelope(id, payload, headers, priority, group, ttlMs = 0) {
   const ext = [];
   if (priority) ext.push([1, Buffer.from([priority])]);
+  if (ttlMs) {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64BE(BigInt(ttlMs));
+    ext.push([2, b]);
+  }
   if (group) ext.push([3, Buffer.from(group, 'utf8')]);
   const parts = [Buffer.from([ext.length ? 2 : 1]), Buffer.alloc(20), str(Buffer.from(id, 'utf8'))];
   const hs = Object.entries(headers ?? {});
@@ -192,6 +201,17 @@ function micros(delay) {
   return us;
 }
 
+// ttlMillis checks a TTL in ms (1 ms to 10 years; 0 or absent: none) and
+// returns it in whole ms, as the Go library's CheckTTL and SetTTL do.
+function ttlMillis(ttl) {
+  if (ttl == null || ttl === 0) return 0;
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl)) {
+    throw new InvalidArgumentError(`ttl ${String(ttl)}: want a finite number of milliseconds`);
+  }
+  if (ttl < 1 || ttl > MAX_TTL_MS) throw new InvalidArgumentError(`ttl ${ttl} out of range (1 ms to 10 years)`);
+  return Math.floor(ttl);
+}
+
 function base36(n) {
   return n.toString(36);
 }
@@ -231,27 +251,30 @@ export class Producer {
   /**
    * Offers value due after `delay` ms (0: ready now unless earlier items are
    * due) and resolves to its ID: `id` when given, else a new random one.
+   * With `ttl` (ms, 1 ms to 10 years), an item still undelivered that long
+   * after its due time is never handed out: consumers move it to the dead
+   * letters as expired (Go's WithTTL).
    */
-  async offer(value, { delay = 0, id, headers, priority = 0, group } = {}) {
-    return (await this.offerMany([{ value, delay, id, headers, priority, group }]))[0];
+  async offer(value, { delay = 0, id, headers, priority = 0, group, ttl } = {}) {
+    return (await this.offerMany([{ value, delay, id, headers, priority, group, ttl }]))[0];
   }
 
   /** Offers value due at `at` (a Date) and resolves to its ID. */
-  async offerAt(value, at, { id, headers, priority = 0, group } = {}) {
-    return (await this.offerMany([{ value, at, id, headers, priority, group }]))[0];
+  async offerAt(value, at, { id, headers, priority = 0, group, ttl } = {}) {
+    return (await this.offerMany([{ value, at, id, headers, priority, group, ttl }]))[0];
   }
 
   /**
-   * Offers every value with the same delay, headers and priority and
+   * Offers every value with the same delay, headers, priority and TTL and
    * resolves to their new IDs in order, in calls of 500 items (each atomic
    * and idempotent on resend). With `maxSize`, each partition's share is
    * one call that fits as a whole or is refused with QueueFullError.
    */
-  async offerBatch(values, { delay = 0, headers, priority = 0 } = {}) {
-    return this.offerMany(Array.from(values, (value) => ({ value, delay, headers, priority })), { batch: true });
+  async offerBatch(values, { delay = 0, headers, priority = 0, ttl } = {}) {
+    return this.offerMany(Array.from(values, (value) => ({ value, delay, headers, priority, ttl })), { batch: true });
   }
 
-  /** Offers each item ({value, delay | at, id, headers, priority, group}) and resolves to their IDs. */
+  /** Offers each item ({value, delay | at, id, headers, priority, group, ttl}) and resolves to their IDs. */
   async offerMany(items, { batch = false } = {}) {
     const n = await this._partitionCount();
     const prepared = items.map((it) => this._prepare(it, n));
@@ -303,6 +326,7 @@ export class Producer {
     if (!Number.isInteger(priority) || priority < 0 || priority > MAX_PRIORITY) {
       throw new InvalidArgumentError(`priority ${String(priority)}: want 0 to ${MAX_PRIORITY}`);
     }
+    const ttlMs = ttlMillis(it.ttl);
     if (it.group != null) checkGroup(it.group);
     let id;
     if (it.id != null) {
@@ -323,7 +347,7 @@ export class Producer {
     if (this.maxPayload && size > this.maxPayload) {
       throw new InvalidArgumentError(`payload too large: ${size} bytes encoded, limit ${this.maxPayload}`);
     }
-    return { part, id, env: envelope(id, payload, it.headers, priority, it.group), mode, us };
+    return { part, id, env: envelope(id, payload, it.headers, priority, it.group, ttlMs), mode, us };
   }
 
   _encode(value) {

@@ -36,8 +36,11 @@ type polyOffered struct {
 		Headers map[string]string `json:"headers"`
 		DelayMs int64             `json:"delay_ms"`
 	} `json:"items"`
-	DuplicateRefused bool `json:"duplicate_refused"`
-	ReplyLost        bool `json:"reply_lost"`
+	// Expired are IDs offered ready with a TTL of 1 ms: past it before
+	// the consumer starts.
+	Expired          []string `json:"expired"`
+	DuplicateRefused bool     `json:"duplicate_refused"`
+	ReplyLost        bool     `json:"reply_lost"`
 }
 
 // polyDelivery is one item a Go consumer got.
@@ -203,6 +206,7 @@ func TestPythonProducerToGoConsumer(t *testing.T) {
 		name := redistest.QueueName(t)
 		offered := runProducer(t, rdb, name, exe, script)
 		checkPoly(t, offered, consumePoly(t, rdb, name, len(offered.Items)))
+		checkExpired(t, rdb, name, offered.Expired)
 	})
 }
 
@@ -222,5 +226,37 @@ func TestNodeProducerToGoConsumer(t *testing.T) {
 		name := redistest.QueueName(t)
 		offered := runProducer(t, rdb, name, exe, script)
 		checkPoly(t, offered, consumePoly(t, rdb, name, len(offered.Items)))
+		checkExpired(t, rdb, name, offered.Expired)
 	})
+}
+
+// checkExpired checks that the items a producer offered with a TTL that
+// ran out before the consumer started are in the dead letters, as
+// expired (checkPoly saw that they were not delivered: every delivery
+// was an item of Items).
+func checkExpired(t *testing.T, rdb redis.UniversalClient, name string, ids []string) {
+	t.Helper()
+	if len(ids) == 0 {
+		t.Fatal("the producer offered no item with a TTL that runs out")
+	}
+	q := blocking.New[polyValue](rdb, name, blocking.WithCodec(codec.JSON()))
+	defer q.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dead, err := q.DeadLetters().Peek(ctx, blocking.MaxPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, it := range dead {
+		reasons[it.ID] = it.Headers[blocking.HeaderError]
+	}
+	for _, id := range ids {
+		if r, ok := reasons[id]; !ok || r != "expired" {
+			t.Errorf("item %s: in the dead letters %v with reason %q, want there as expired (dead letters: %v)", id, ok, r, reasons)
+		}
+	}
+	if len(dead) != len(ids) {
+		t.Errorf("%d dead letters, want %d", len(dead), len(ids))
+	}
 }

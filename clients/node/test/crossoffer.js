@@ -17,6 +17,9 @@ const client = flags.includes('--cluster') ? new Cluster([{ host, port }]) : new
 try {
   const p = new Producer(client, queue);
   const startMs = Date.now();
+  // Ready now, with a TTL of 1 ms: expired before the consumer, which
+  // starts after this script ends, can take it.
+  await p.offer({ n: 100, text: 'expires' }, { id: 'js-expired', ttl: 1 });
   const items = [];
   // Offered in one order, due in another.
   const delays = [1200, 300, 900, 600, 1500];
@@ -24,7 +27,7 @@ try {
     const id = `js-${n}`;
     const value = { n, text: `from node ✓ ${n}` };
     const headers = { lang: 'node', i: String(n) };
-    await p.offer(value, { delay: delays[n], id, headers });
+    await p.offer(value, { delay: delays[n], id, headers, ttl: 60000 });
     items.push({ id, value, headers, delay_ms: delays[n] });
   }
   let duplicateRefused = false;
@@ -39,7 +42,7 @@ try {
   items.push({ id: 'js-resent', value, headers: { lang: 'node' }, delay_ms: 450 });
   const ids = await p.offerBatch([0, 1, 2].map((k) => ({ n: 6 + k, text: 'batch' })), { delay: 750, headers: { lang: 'node' } });
   ids.forEach((id, k) => items.push({ id, value: { n: 6 + k, text: 'batch' }, headers: { lang: 'node' }, delay_ms: 750 }));
-  process.stdout.write(JSON.stringify({ start_ms: startMs, items, duplicate_refused: duplicateRefused, reply_lost: lossy.state.lost }) + '\n');
+  process.stdout.write(JSON.stringify({ start_ms: startMs, items, expired: ['js-expired'], duplicate_refused: duplicateRefused, reply_lost: lossy.state.lost }) + '\n');
 } finally {
   client.disconnect();
 }

@@ -128,6 +128,20 @@ describe('Producer', () => {
     assert.deepEqual(e.ext, { 1: [7], 3: [...Buffer.from('tenant-a')] });
   });
 
+  test('a TTL is stamped as a deadline', async () => {
+    // Written in ms; the script replaces it with due time + TTL (tag 2).
+    const p = new Producer(r, 'orders');
+    const id = await p.offer('v', { delay: 60000, ttl: 5 * 60000, id: 't-1' });
+    const e = await stored(id);
+    assert.equal(e.version, 2);
+    assert.equal(Buffer.from(e.ext[2]).readBigUInt64BE(), BigInt(e.due + 5 * 60000));
+    await p.offer('w', { delay: 60000, ttl: 1.9, id: 't-2' }); // whole ms
+    const e2 = await stored('t-2');
+    assert.equal(Buffer.from(e2.ext[2]).readBigUInt64BE(), BigInt(e2.due + 1));
+    await p.offer('x', { delay: 60000, ttl: 0, id: 't-3' }); // 0: none
+    assert.deepEqual((await stored('t-3')).ext, {});
+  });
+
   test('a resent offer is stored once', async () => {
     // The first call runs on the server but its reply is lost.
     const lossy = lostReply(r);
@@ -221,6 +235,11 @@ describe('Producer', () => {
     [{ headers: { k: 1 } }, /strings/],
     [{ group: '' }, /empty group/],
     [{ delay: 300 * 365 * 86400000 }, /out of range/],
+    [{ ttl: 0.5 }, /ttl .* out of range/],
+    [{ ttl: -1 }, /ttl .* out of range/],
+    [{ ttl: 3651 * 86400000 }, /ttl .* out of range/],
+    [{ ttl: '1h' }, /ttl .*finite/],
+    [{ ttl: Infinity }, /ttl .*finite/],
   ];
   for (const [opts, message] of bad) {
     test(`bad input refused before sending: ${JSON.stringify(opts)}`, async () => {

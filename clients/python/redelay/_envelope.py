@@ -6,6 +6,7 @@ from typing import Mapping, Optional
 
 HEADER_LEN = 21  # version, enqueued at, due at, attempt
 EXT_PRIORITY = 1
+EXT_DEADLINE = 2
 EXT_GROUP = 3
 
 
@@ -29,13 +30,18 @@ def build(
     headers: Optional[Mapping[str, str]] = None,
     priority: int = 0,
     group: Optional[str] = None,
+    ttl_ms: int = 0,
 ) -> bytes:
     """Returns the envelope of one item, with zero times for the offer script
     to stamp from the server's clock: version 1 unless the item has a
-    priority or a group (version 2, extension fields in ascending tags)."""
+    priority, a TTL or a group (version 2, extension fields in ascending
+    tags). A TTL is written in ms, 8 bytes big-endian; the script replaces
+    it with the deadline (due time + TTL)."""
     ext = {}
     if priority:
         ext[EXT_PRIORITY] = bytes([priority])
+    if ttl_ms:
+        ext[EXT_DEADLINE] = ttl_ms.to_bytes(8, "big")
     if group:
         ext[EXT_GROUP] = group.encode("utf-8")
     out = bytearray([2 if ext else 1])

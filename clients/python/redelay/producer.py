@@ -37,6 +37,8 @@ RESERVED_PREFIX = "redelay-"
 DEFAULT_MAX_PAYLOAD = 1 << 20
 #: The latest due time a queue holds: 2**53 µs after the epoch (June 2255).
 MAX_DUE_US = 1 << 53
+#: The longest TTL an item may have: 10 years (365-day years).
+MAX_TTL = timedelta(days=10 * 365)
 #: Items per offer script call of offer_batch.
 CHUNK = 500
 #: How long Redis keeps a call's outcome for a resend of it, ms.
@@ -62,7 +64,8 @@ _REMOVE = _Script("remove.lua")
 class Item:
     """One item of :meth:`Producer.offer_many`: a value and how to offer it.
 
-    ``delay`` and ``at`` are exclusive (neither: due now)."""
+    ``delay`` and ``at`` are exclusive (neither: due now); ``ttl`` is how
+    long the item may wait once due (see :meth:`Producer.offer`)."""
 
     value: Any
     delay: Optional[Delay] = None
@@ -71,6 +74,7 @@ class Item:
     headers: Optional[Mapping[str, str]] = None
     priority: int = 0
     group: Optional[str] = None
+    ttl: Optional[Delay] = None
 
 
 def new_id() -> str:
@@ -145,16 +149,22 @@ class Producer:
         headers: Optional[Mapping[str, str]] = None,
         priority: int = 0,
         group: Optional[str] = None,
+        ttl: Optional[Delay] = None,
     ) -> str:
         """Offers ``value``, due after ``delay`` (a :class:`timedelta` or
         seconds; 0: ready now unless earlier items are due), and returns its
-        ID: ``id`` when given, else a new random one.
+        ID: ``id`` when given, else a new random one. With ``ttl`` (1 ms to
+        10 years; None or 0: none), an item still undelivered that long
+        after its due time is never handed out: consumers move it to the
+        dead letters as expired (Go's ``WithTTL``).
 
         Raises :class:`DuplicateError` when an item with ``id`` is already
         pending, :class:`QueueFullError` at the bound,
         :class:`InvalidArgumentError` for bad input (nothing sent), and
         :class:`OfferOutcomeUnknownError` when no reply came."""
-        return self.offer_many([Item(value, delay=delay, id=id, headers=headers, priority=priority, group=group)])[0]
+        return self.offer_many(
+            [Item(value, delay=delay, id=id, headers=headers, priority=priority, group=group, ttl=ttl)]
+        )[0]
 
     def offer_at(
         self,
@@ -165,10 +175,11 @@ class Producer:
         headers: Optional[Mapping[str, str]] = None,
         priority: int = 0,
         group: Optional[str] = None,
+        ttl: Optional[Delay] = None,
     ) -> str:
         """Offers ``value`` due at ``at`` (an aware datetime; a naive one is
         local time) and returns its ID; see :meth:`offer`."""
-        return self.offer_many([Item(value, at=at, id=id, headers=headers, priority=priority, group=group)])[0]
+        return self.offer_many([Item(value, at=at, id=id, headers=headers, priority=priority, group=group, ttl=ttl)])[0]
 
     def offer_batch(
         self,
@@ -177,15 +188,16 @@ class Producer:
         delay: Delay = 0,
         headers: Optional[Mapping[str, str]] = None,
         priority: int = 0,
+        ttl: Optional[Delay] = None,
     ) -> List[str]:
-        """Offers every value with the same delay, headers and priority, and
+        """Offers every value with the same delay, headers, priority and TTL, and
         returns their new IDs in order. Items go in calls of 500, each
         atomic and idempotent on resend; values due at the same time become
         ready in order. The batch as a whole is not atomic: an error means
         the calls before it were stored. With ``max_size``, each partition's
         share is sent in one call and fits as a whole or is refused as a
         whole with :class:`QueueFullError` (keep such batches to thousands)."""
-        items = [Item(v, delay=delay, headers=headers, priority=priority) for v in values]
+        items = [Item(v, delay=delay, headers=headers, priority=priority, ttl=ttl) for v in values]
         return self.offer_many(items, _batch=True)
 
     def offer_many(self, items: Sequence[Item], *, _batch: bool = False) -> List[str]:
@@ -246,6 +258,7 @@ class Producer:
         self._check_headers(it.headers)
         if isinstance(it.priority, bool) or not isinstance(it.priority, int) or not 0 <= it.priority <= MAX_PRIORITY:
             raise InvalidArgumentError(f"priority {it.priority!r}: want 0 to {MAX_PRIORITY}")
+        ttl_ms = _ttl_ms(it.ttl)
         if it.group is not None:
             _check_text("group key", it.group, MAX_ID_LEN)
         if it.id is not None:
@@ -260,7 +273,7 @@ class Producer:
                     id = new_id()
         part = partition_of(it.group, n) if it.group else partition_of(id, n)
         payload = self._encode(it.value)
-        env = _envelope.build(id, payload, it.headers, it.priority, it.group)
+        env = _envelope.build(id, payload, it.headers, it.priority, it.group, ttl_ms)
         size = len(payload) + sum(len(k.encode()) + len(v.encode()) for k, v in (it.headers or {}).items())
         if self._max_payload and size > self._max_payload:
             raise InvalidArgumentError(f"payload too large: {size} bytes encoded, limit {self._max_payload}")
@@ -370,6 +383,23 @@ def _micros(d: Delay) -> int:
     if us > MAX_DUE_US - round(datetime.now().timestamp() * 1_000_000):
         raise InvalidArgumentError(f"delay {d!r} out of range (due after 2255)")
     return us
+
+
+def _ttl_ms(d: Optional[Delay]) -> int:
+    """Checks a TTL and returns it in ms (0: none), as Go's CheckTTL and
+    SetTTL do: 1 ms to MAX_TTL, whole ms."""
+    if d is None:
+        return 0
+    if isinstance(d, bool) or not isinstance(d, (timedelta, int, float)):
+        raise InvalidArgumentError(f"ttl {d!r}: want a timedelta or seconds")
+    if isinstance(d, float) and not math.isfinite(d):
+        raise InvalidArgumentError(f"ttl {d!r}: not a finite number")
+    us = d // timedelta(microseconds=1) if isinstance(d, timedelta) else round(d * 1_000_000)
+    if us == 0:
+        return 0
+    if us < 1000 or us > MAX_TTL // timedelta(microseconds=1):
+        raise InvalidArgumentError(f"ttl {d!r} out of range (1 ms to 10 years)")
+    return us // 1000
 
 
 def _check_text(what: str, s: str, limit: int) -> None:

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from datetime import timedelta
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(here, ".."), here]
@@ -31,13 +32,16 @@ def main() -> None:
         client = redis.Redis(host=host, port=int(port))
     p = Producer(client, queue)
     start_ms = int(time.time() * 1000)
+    # Ready now, with a TTL of 1 ms: expired before the consumer, which
+    # starts after this script ends, can take it.
+    p.offer({"n": 100, "text": "expires"}, id="py-expired", ttl=timedelta(milliseconds=1))
     items = []
-    # Offered in one order, due in another.
+    # Offered in one order, due in another; each with a TTL long enough.
     for i, delay in enumerate([1.2, 0.3, 0.9, 0.6, 1.5]):
         id = f"py-{i}"
         value = {"n": i, "text": f"from python ✓ {i}"}
         headers = {"lang": "python", "i": str(i)}
-        p.offer(value, delay=delay, id=id, headers=headers)
+        p.offer(value, delay=delay, id=id, headers=headers, ttl=timedelta(minutes=1))
         items.append({"id": id, "value": value, "headers": headers, "delay_ms": int(delay * 1000)})
     duplicate_refused = False
     try:
@@ -54,6 +58,7 @@ def main() -> None:
     print(json.dumps({
         "start_ms": start_ms,
         "items": items,
+        "expired": ["py-expired"],
         "duplicate_refused": duplicate_refused,
         "reply_lost": lost.lost,
     }))

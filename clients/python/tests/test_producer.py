@@ -126,6 +126,21 @@ def test_priority_and_group_are_extensions(r):
     assert e["ext"] == {1: bytes([7]), 3: b"tenant-a"}
 
 
+def test_ttl_is_stamped_as_a_deadline(r):
+    # The producer writes the TTL in ms; the script replaces it with the
+    # deadline, due time + TTL in Unix ms (docs/format.md, tag 2).
+    p = Producer(r, "orders")
+    id = p.offer("v", delay=60, ttl=timedelta(minutes=5), id="t-1")
+    e = stored(r, id)
+    assert e["version"] == 2
+    assert int.from_bytes(e["ext"][2], "big") == e["due"] + 5 * 60_000
+    p.offer("w", delay=60, ttl=1.5, id="t-2")  # seconds, as delay
+    e = stored(r, "t-2")
+    assert int.from_bytes(e["ext"][2], "big") == e["due"] + 1500
+    p.offer("x", delay=60, ttl=0, id="t-3")  # 0: none
+    assert stored(r, "t-3")["ext"] == {}
+
+
 def test_a_resent_offer_is_stored_once(r):
     lossy = LostReply(r)
     ids = Producer(lossy, "orders").offer_batch(["a", "b", "c"], delay=60)
@@ -240,6 +255,11 @@ def test_partition_of_matches_go():
         (dict(headers={"k": 1}), "must be str"),
         (dict(group=""), "empty group"),
         (dict(delay=timedelta(days=365 * 300)), "out of range"),
+        (dict(ttl=timedelta(microseconds=999)), "ttl .* out of range"),
+        (dict(ttl=-1), "ttl .* out of range"),
+        (dict(ttl=timedelta(days=3651)), "ttl .* out of range"),
+        (dict(ttl="1h"), "ttl .*want a timedelta"),
+        (dict(ttl=float("inf")), "ttl .*finite"),
     ],
 )
 def test_bad_input_is_refused_before_sending(r, kwargs, message):
