@@ -118,6 +118,17 @@ go vet ./...
 bg_pids=()
 bg_logs=()
 trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -f "${bg_logs[@]}"' EXIT
+# await PID LOG WHAT waits for a background step, prints its log, and
+# exits with the step's status when it failed.
+await() {
+	local rc=0
+	wait "$1" || rc=$?
+	cat "$2"
+	if ((rc != 0)); then
+		echo "test.sh: $3 failed" >&2
+		exit "$rc"
+	fi
+}
 install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
 if (($# == 0)); then
 	# The tool's tests run beside the library's: both spend most of their
@@ -142,13 +153,7 @@ if (($# == 0)); then
 	(cd clients/python && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
 	# The Node producer's own tests.
 	(cd clients/node && npm test --silent)
-	cli_rc=0
-	wait "$cli_pid" || cli_rc=$?
-	cat "$cli_log"
-	if ((cli_rc != 0)); then
-		echo "test.sh: the tool's tests (cmd/redelay) failed" >&2
-		exit "$cli_rc"
-	fi
+	await "$cli_pid" "$cli_log" "the tool's tests (cmd/redelay)"
 	# Then the README's install line against the modules as committed:
 	# the library at the commit go.mod pins, the tool at HEAD. It compiles
 	# the tool and its dependencies from an empty module cache, as a user's
@@ -183,11 +188,5 @@ if (($# == 0)); then
 		go vet ./...
 		go test -count=1 -timeout 5m ./...
 	)
-	install_rc=0
-	wait "$install_pid" || install_rc=$?
-	cat "$install_log"
-	if ((install_rc != 0)); then
-		echo "test.sh: the install test (cmd/redelay/internal/modpin) failed" >&2
-		exit "$install_rc"
-	fi
+	await "$install_pid" "$install_log" "the install test (cmd/redelay/internal/modpin)"
 fi
