@@ -335,7 +335,11 @@ func TestTransferRun(t *testing.T) {
 	// it has (nothing else moves the item: the clock stands still).
 	for {
 		env.Advance(time.Minute)
-		if n, err := q.Size(ctx); err != nil || n == 1 {
+		n, err := q.Size(ctx)
+		if err != nil {
+			t.Fatalf("transfer.Run never moved the item: %v", err)
+		}
+		if n == 1 {
 			break
 		}
 		select {
