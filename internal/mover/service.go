@@ -95,8 +95,8 @@ func (t *Target) validate() error {
 // exists because the contract is "one transfer service per Redis client in
 // the process", shared by queues that do not know of each other; what is
 // known of a client's server (its eviction policy, read and warned of once
-// per client; the clock a test kit sets for it) is kept beside it. Its lock guards the maps only: no network
-// call is made while it is held. A service is dropped when its last queue
+// per client; the clock a test kit sets for it) is kept beside it. Its
+// lock guards the maps only: no network call is made while it is held. A service is dropped when its last queue
 // closes; a Server record is held by a weak pointer to its client and
 // dropped when the client is garbage collected (see ServerOf).
 var registry = struct { //nolint:gochecknoglobals // see comment above

@@ -63,9 +63,10 @@ type Lease struct {
 	mu sync.Mutex
 	// held is how long the lease surely lasts on the server's clock as
 	// this process keeps it (part.now): the time just before the call that
-	// leased or extended it was sent, plus its duration. Redis ends a lease only after its deadline, so a lease
-	// found gone before held was settled by an earlier send of the same
-	// settlement (go-redis resent it after a lost reply): that is success.
+	// leased or extended it was sent, plus its duration. Redis ends a lease
+	// only after its deadline, so a lease found gone before held was
+	// settled by an earlier send of the same settlement (go-redis resent it
+	// after a lost reply): that is success.
 	held  time.Time
 	state leaseState
 }
