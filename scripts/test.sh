@@ -52,8 +52,9 @@ if (($# == 0)) && ! /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1; then
 	missing+=(python3-pytest)
 fi
 # pip (with setuptools) installs the Python producer from the repository
-# in its install test, offline.
-if (($# == 0)) && ! /usr/bin/python3 -c 'import pip, setuptools' >/dev/null 2>&1; then
+# in its install test, offline. (Each is imported alone: Debian's
+# setuptools refuses to load after pip has loaded distutils.)
+if (($# == 0)) && ! { /usr/bin/python3 -c 'import pip' && /usr/bin/python3 -c 'import setuptools'; } >/dev/null 2>&1; then
 	missing+=(python3-pip python3-setuptools)
 fi
 # The race detector needs cgo, hence a C compiler.
