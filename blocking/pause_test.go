@@ -1200,3 +1200,97 @@ func TestOperationsAfterClose(t *testing.T) {
 		t.Fatalf("Stats = %+v: a refused call changed the queue", st)
 	}
 }
+
+// A transfer run whose script read the pause flag before a Pause, and
+// whose reply this process handled after the Pause, must not undo it:
+// this process then took the queue for running and Take handed out its
+// items until the next transfer run (TestPartitionPause failed so on a
+// loaded machine). Here an item falls due every millisecond, so the
+// transfer runs about once a millisecond and nearly every Pause meets a
+// run in flight.
+func TestPauseNotUndoneByTransferInFlight(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		q := blocking.New[string](rdb, name)
+		t.Cleanup(func() { _ = q.Close() })
+		dq := delayed.New(q)
+		t.Cleanup(func() { _ = dq.Close() })
+		const span, offerers = 4 * time.Second, 8
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range offerers {
+			wg.Go(func() {
+				for d := time.Duration(w) * time.Millisecond; d < span; d += offerers * time.Millisecond {
+					if _, err := dq.OfferAt(ctx, "v", start.Add(time.Second+d)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		redistest.WaitFor(t, 10*time.Second, "the first items ready", func() bool {
+			st, err := q.Stats(ctx)
+			return err == nil && st.Ready > 0
+		})
+		rounds := 0
+		for time.Since(start) < span {
+			rounds++
+			if err := q.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range 5 {
+				if v, ok, err := q.Poll(ctx, 0); ok || err != nil {
+					t.Fatalf("round %d: Poll on a paused queue = %q, %v, %v", rounds, v, ok, err)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			if err := q.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Logf("%d rounds", rounds)
+	})
+}
+
+// A Pause or Resume through a handle that never started its background
+// work reaches, at once, a handle of the same queue and client that did:
+// before, only the notification told it, a moment later, and a Take in
+// between handed out an item of the paused queue.
+func TestPauseThroughAnotherHandle(t *testing.T) {
+	t.Parallel()
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.QueueName(t)
+		consumer := blocking.New[string](rdb, name)
+		t.Cleanup(func() { _ = consumer.Close() })
+		operator := blocking.New[string](rdb, name) // only offers and operates
+		t.Cleanup(func() { _ = operator.Close() })
+		const rounds = 10
+		for range rounds + 1 {
+			if _, err := operator.Offer(ctx, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok, err := consumer.Poll(ctx, time.Second); !ok || err != nil { // starts its background work
+			t.Fatalf("Poll = %v, %v", ok, err)
+		}
+		for i := range rounds {
+			if err := operator.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok, err := consumer.Poll(ctx, 0); ok || err != nil {
+				t.Fatalf("round %d: Poll right after another handle's Pause = %q, %v, %v", i, v, ok, err)
+			}
+			if err := operator.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := consumer.Poll(ctx, 0); !ok || err != nil {
+				t.Fatalf("round %d: Poll right after another handle's Resume = %v, %v", i, ok, err)
+			}
+		}
+	})
+}

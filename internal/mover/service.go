@@ -365,6 +365,27 @@ func (s *Service) listen(ps *redis.PubSub, done chan struct{}) {
 	}
 }
 
+// PauseOf returns the pause flag view of the worker that transfers q in
+// this process through q's client, or nil when none does: a queue handle
+// that never started its background work pauses or resumes through it,
+// so that the handles that did know at once.
+func PauseOf(q *store.Partition) *Pause {
+	rdb := q.Client().Redis()
+	if !reflect.TypeOf(rdb).Comparable() {
+		return nil // a service of its own per registration, none to find
+	}
+	registry.mu.Lock()
+	s := registry.services[rdb]
+	registry.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	if w := s.worker(q.K.Wake); w != nil {
+		return w.pause
+	}
+	return nil
+}
+
 // Registration is one queue's hold on its service.
 type Registration struct {
 	s    *Service

@@ -154,7 +154,7 @@ func (w *worker) drain(ctx context.Context) (next time.Time, again bool, err err
 	}()
 	q := w.t.Queue
 	for {
-		sent := time.Now()
+		sent, read := time.Now(), w.pause.Read()
 		res, err := call(ctx, w, func(ctx context.Context) (store.Moved, error) { return q.Transfer(ctx, w.t.BatchSize) })
 		if err != nil {
 			return time.Time{}, false, fmt.Errorf("transfer %s: %w", q.K.Name, err)
@@ -163,8 +163,8 @@ func (w *worker) drain(ctx context.Context) (next time.Time, again bool, err err
 		// The script read the server's clock (NowUs) about halfway
 		// through the round trip: the next due time is that far from
 		// there, not from the reply, which came half a round trip later.
-		read := sent.Add(replied.Sub(sent) / 2)
-		w.pause.Set(res.Paused)
+		at := sent.Add(replied.Sub(sent) / 2)
+		w.pause.Observed(read, res.Paused)
 		moved += int(res.N)
 		if res.N >= int64(w.t.BatchSize) {
 			continue // a full batch: more may be due
@@ -195,7 +195,7 @@ func (w *worker) drain(ctx context.Context) (next time.Time, again bool, err err
 		}
 		// Due already (it arrived between two reads): go again after a
 		// short pause.
-		next := read.Add(wait)
+		next := at.Add(wait)
 		if soonest := replied.Add(100 * time.Microsecond); next.Before(soonest) {
 			next = soonest
 		}

@@ -6,15 +6,18 @@ import (
 	"github.com/redelay/redelay/internal/mover"
 )
 
-// pause returns this process's view of the queue's pause flag: nil until
-// StartBackground registered the queue's transfer.
+// pause returns this process's view of the queue's pause flag: the one
+// of the worker that transfers the queue through this client, nil when
+// none does (StartBackground starts one). Another handle of the queue may
+// have started it: a Pause through this handle updates what that one sees.
 func (c *part) pause() *mover.Pause {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.reg == nil {
-		return nil
+	reg := c.reg
+	c.mu.Unlock()
+	if reg != nil {
+		return reg.Pause()
 	}
-	return c.reg.Pause()
+	return mover.PauseOf(c.Store)
 }
 
 // Paused reports whether this process sees the queue paused. The first
@@ -30,12 +33,12 @@ func (c *part) Paused(ctx context.Context) (bool, error) {
 	if known {
 		return paused, nil
 	}
+	read := p.Read()
 	v, err := Call(ctx, c, c.Store.Paused, nil)
 	if err != nil {
 		return false, err
 	}
-	p.Set(v)
-	return v, nil
+	return p.Observed(read, v), nil
 }
 
 // SawPaused records that a script found the queue paused.
