@@ -3,8 +3,9 @@
 # are missing (the tests start their own servers on loopback ports; the
 # distribution's redis service is neither needed nor used), checks
 # formatting and go vet, then runs every test with the race detector.
-# Without arguments it then tests the command-line tool (cmd/redelay, its
-# own module), whose tests drive the dashboard in headless Chromium
+# Without arguments it also tests, beside those, the command-line tool
+# (cmd/redelay, its own module), whose tests drive the dashboard in
+# headless Chromium
 # (Debian's chromium package, installed like Redis when missing), and
 # installs it as a user does (the README's go install line, against the
 # library at the commit cmd/redelay/go.mod pins), and runs
@@ -132,10 +133,14 @@ await() {
 }
 install_tests='^(TestInstall|TestGoCommandFetchesTheSame)$'
 if (($# == 0)); then
-	# The tool's tests run beside the library's: both spend most of their
-	# time waiting on Redis and timers, so together they take little more
-	# than the library's alone. The tool builds against this checkout's
-	# library through cmd/redelay/go.work.
+	# Three steps run beside the library's tests, each in the background
+	# with its output printed when it is awaited at the end. The suite is
+	# bound by CPU with the race detector on, so only steps that mostly
+	# wait belong here, or one whose work must come from a cold cache.
+	#
+	# The tool's tests: like the library's, they spend most of their time
+	# waiting on Redis and timers. The tool builds against this
+	# checkout's library through cmd/redelay/go.work.
 	cli_log=$(mktemp)
 	bg_logs+=("$cli_log")
 	(
@@ -145,23 +150,11 @@ if (($# == 0)); then
 	) >"$cli_log" 2>&1 &
 	cli_pid=$!
 	bg_pids+=("$cli_pid")
-fi
-
-go test -race -count=1 -timeout 15m "$@" ./...
-
-if (($# == 0)); then
-	# The Python producer's own tests (a redis-server of their own).
-	(cd clients/python && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
-	# The Node producer's own tests.
-	(cd clients/node && npm test --silent)
-	await "$cli_pid" "$cli_log" "the tool's tests (cmd/redelay)"
-	# Then the README's install line against the modules as committed:
-	# the library at the commit go.mod pins, the tool at HEAD. It compiles
-	# the tool and its dependencies from an empty module cache, as a user's
-	# first go install does, and needs the whole history (no shallow clone)
-	# and the Go module proxy. It runs in the background while the
-	# benchmark's smoke run, which mostly waits on timers, goes on; its
-	# output follows theirs.
+	# The README's install line against the modules as committed: the
+	# library at the commit go.mod pins, the tool at HEAD. It compiles
+	# the tool and its dependencies from an empty module cache, as a
+	# user's first go install does, and needs the whole history (no
+	# shallow clone) and the Go module proxy.
 	# A shallow checkout (a CI's default depth of 1) lacks the pinned
 	# commit: fetch the rest of the history when the remote can give it;
 	# when it cannot, the test says what is missing.
@@ -174,6 +167,10 @@ if (($# == 0)); then
 	(cd cmd/redelay && go test -count=1 -timeout 10m -run "$install_tests" ./internal/modpin) >"$install_log" 2>&1 &
 	install_pid=$!
 	bg_pids+=("$install_pid")
+	# The benchmark's tests and smoke run, which mostly wait on timers
+	# and on the contestants' servers (a quarter of a core).
+	bench_log=$(mktemp)
+	bg_logs+=("$bench_log")
 	(
 		cd bench
 		go vet ./...
@@ -181,7 +178,21 @@ if (($# == 0)); then
 		out=$(mktemp -d)
 		trap 'rm -rf "$out"' EXIT
 		go run . -smoke -out "$out"
-	)
+	) >"$bench_log" 2>&1 &
+	bench_pid=$!
+	bg_pids+=("$bench_pid")
+fi
+
+# The longest packages first: go test starts packages in the order they
+# are named, two at a time on two cores, and a long one started last
+# would run alone at the end.
+go test -race -count=1 -timeout 15m "$@" ./blocking ./internal/systemtest ./delayed ./...
+
+if (($# == 0)); then
+	# The Python producer's own tests (a redis-server of their own).
+	(cd clients/python && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
+	# The Node producer's own tests.
+	(cd clients/node && npm test --silent)
 	(
 		# No race detector: the test checks files against a scrape; the
 		# library's races are the suite's above.
@@ -189,5 +200,7 @@ if (($# == 0)); then
 		go vet ./...
 		go test -count=1 -timeout 5m ./...
 	)
+	await "$cli_pid" "$cli_log" "the tool's tests (cmd/redelay)"
+	await "$bench_pid" "$bench_log" "the benchmark's tests and smoke run (bench)"
 	await "$install_pid" "$install_log" "the install test (cmd/redelay/internal/modpin)"
 fi
